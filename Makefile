@@ -1,0 +1,49 @@
+# Everything goes through .venv, built with the machine's python3 on first use
+# and refreshed only when pyproject.toml or constraints.txt change.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PORT ?= 8000
+export NO_MKDOCS_2_WARNING := 1
+
+.PHONY: serve build test lint bench constraints clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[docs,test,bench]'
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 > /dev/null
+	touch $@
+
+serve: $(STAMP)
+	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:$(PORT)
+
+build: $(STAMP)
+	$(BIN)/mkdocs build --strict --site-dir site
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/codespell docs src README.md
+
+test: lint
+	$(BIN)/python -m pytest --cov --cov-report=term
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/attention.py
+
+# Re-resolve every dependency to its newest allowed release and pin the result.
+# Run `make test` afterwards and commit constraints.txt only if it passes.
+constraints:
+	rm -rf .venv-constraints
+	$(PYTHON) -m venv .venv-constraints
+	.venv-constraints/bin/python -m pip install --quiet --upgrade pip
+	.venv-constraints/bin/python -m pip install --quiet -e '.[docs,test,bench]'
+	.venv-constraints/bin/python -m pip freeze --exclude-editable \
+		| grep -v '^opbyop' > constraints.txt
+	rm -rf .venv-constraints
+
+clean:
+	rm -rf site .pytest_cache .mypy_cache .ruff_cache .coverage

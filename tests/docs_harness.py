@@ -1,0 +1,132 @@
+"""How the test suite reads the docs: the same way MkDocs does.
+
+Sybil reads raw markdown, but a reader sees the page after
+``pymdownx.snippets`` has pasted library code into it. ``SnippetDocument``
+runs that very preprocessor, configured from ``mkdocs.yml``, before Sybil looks
+for code blocks, so the tests execute exactly what the page shows.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import markdown
+from mkdocs.config import load_config
+from sybil import Document, Sybil
+from sybil.document import PythonDocStringDocument
+from sybil.parsers.markdown import ClearNamespaceParser, PythonCodeBlockParser, SkipParser
+from sybil.parsers.rest import DocTestParser
+
+# The info strings a Python fence might carry. Sybil collects only the plain
+# "python" one; tests/docs/test_fences.py flags the rest.
+PYTHON_LOOKING_FENCE = re.compile(
+    r"^(?P<indent>[ \t]*(?:>[ \t]*)*)(?P<fence>`{3,}|~{3,})[ \t]*"
+    r"(?P<info>\{?\.?(?:python3?|py3?|pycon|ipython3?)\b[^\n]*)$",
+    re.MULTILINE,
+)
+
+
+@cache
+def _mkdocs_markdown(config_file: str) -> markdown.Markdown:
+    config = load_config(config_file=config_file)
+    return markdown.Markdown(
+        extensions=config["markdown_extensions"],
+        extension_configs=config["mdx_configs"],
+    )
+
+
+def expand_snippets(text: str, config_file: str | Path = "mkdocs.yml") -> str:
+    """Return ``text`` with every ``--8<--`` include expanded as MkDocs expands it."""
+    md = _mkdocs_markdown(str(Path(config_file).resolve()))
+    md.reset()
+    return "\n".join(md.preprocessors["snippet"].run(text.split("\n")))
+
+
+def _config_for(path: str) -> Path:
+    """The mkdocs.yml that governs a markdown file: the nearest one above it."""
+    for folder in Path(path).resolve().parents:
+        if (folder / "mkdocs.yml").is_file():
+            return folder / "mkdocs.yml"
+    raise FileNotFoundError(f"no mkdocs.yml above {path}")
+
+
+class SnippetDocument(Document):
+    """A markdown document whose snippet includes are expanded before parsing."""
+
+    @classmethod
+    def parse(cls, path: str, *parsers: Any, encoding: str = "utf-8") -> Document:
+        text = Path(path).read_text(encoding=encoding)
+        document = cls(expand_snippets(text, _config_for(path)), path)
+        for parser in parsers:
+            for region in parser(document):
+                document.add(region)
+        return document
+
+
+MARKDOWN_PARSERS = [PythonCodeBlockParser(), SkipParser(), ClearNamespaceParser()]
+
+
+def docs_sybil() -> Sybil:
+    """Every ```python block (and its ``>>>`` examples) in the markdown files."""
+    return Sybil(
+        parsers=MARKDOWN_PARSERS,
+        path="..",  # relative to this file: the repository root
+        patterns=["*.md"],
+        excludes=["site/*", ".venv/*"],
+        document_types={".md": SnippetDocument},
+        name="docs",
+    )
+
+
+def docstring_sybil() -> Sybil:
+    """The ``Examples`` sections of the library's docstrings."""
+    return Sybil(
+        parsers=[DocTestParser()],
+        path="../src",
+        patterns=["*.py"],
+        document_types={".py": PythonDocStringDocument},
+        name="docstrings",
+    )
+
+
+def uncollected_fences(path: str | Path) -> list[str]:
+    """Python-looking fences in ``path`` that Sybil would silently not run.
+
+    A fence counts as collected when Sybil's parsers made a region of it (a
+    region marked ``skip`` still counts: the skip carries its reason).
+    """
+    document = SnippetDocument.parse(str(path), *MARKDOWN_PARSERS)
+    collected = {start for start, _ in document.regions}
+    return [
+        f"{Path(path).name}:{document.text.count(chr(10), 0, match.start()) + 1}: {match.group(0).strip()}"
+        for match in PYTHON_LOOKING_FENCE.finditer(document.text)
+        if match.start() not in collected
+    ]
+
+
+SKIP_WITHOUT_REASON = re.compile(r"<!--\s*skip:\s*(?:next|start)\s*-->")
+
+
+def skips_without_reason(path: str | Path) -> list[str]:
+    """``skip`` directives that do not say why the block does not run."""
+    text = Path(path).read_text(encoding="utf-8")
+    return [match.group(0) for match in SKIP_WITHOUT_REASON.finditer(text)]
+
+
+def run_notebook(path: str | Path, timeout: int = 600) -> Any:
+    """Execute a jupytext percent-format notebook top to bottom; raise on a failing cell."""
+    import jupytext
+    from nbclient import NotebookClient
+
+    notebook = jupytext.read(path, fmt="py:percent")
+    client = NotebookClient(
+        notebook,
+        kernel_name="python3",
+        timeout=timeout,
+        resources={"metadata": {"path": str(Path(path).parent)}},
+    )
+    client.execute()
+    return notebook
