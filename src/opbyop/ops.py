@@ -1,0 +1,248 @@
+"""Attention's operations in NumPy, on arrays with any leading batch dimensions.
+
+These are the operations of :mod:`opbyop.scratch`, vectorised: ``@`` is
+``mat_mul``, ``np.swapaxes(k, -1, -2)`` is ``transpose``, and scaling is one
+multiplication, so only softmax and attention need functions. Every function
+takes array-likes of shape ``(..., n, d)``: the leading batch dimensions (batch,
+heads, ...) broadcast against each other as in ``@``.
+
+Numerics follow PyTorch:
+
+- float64 and float32 stay as they are; float16 is computed in float32 and
+  returned as float16; integers and booleans become float64.
+- softmax subtracts each row's largest score first, so no finite input
+  overflows ``exp`` or raises a RuntimeWarning.
+- A softmax row holding ``+inf`` or ``nan``, or only ``-inf``, is all ``nan``.
+- Attention scores too large for the dtype (``q @ k.T`` above about 3.4e38 in
+  float32) become ``inf``, so their rows are ``nan``, as in PyTorch's
+  ``scaled_dot_product_attention``; no RuntimeWarning is raised for it.
+
+References
+----------
+.. [1] A. Vaswani et al., "Attention Is All You Need", NeurIPS 2017,
+   section 3.2.1, "Scaled Dot-Product Attention".
+.. [2] PyTorch, ``torch.nn.functional.scaled_dot_product_attention`` and
+   ``torch.softmax``, whose results ``tests/data`` holds for comparison.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Real
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = ["attention", "attention_weights", "softmax"]
+
+FloatArray = NDArray[np.floating[Any]]
+
+
+def softmax(x: ArrayLike, axis: int = -1) -> FloatArray:  # [..., n] -> [..., n]
+    """Turn scores into weights between 0 and 1 that add up to 1 along `axis`.
+
+    Stable: each row's largest score is subtracted before ``exp``, so any finite
+    input works, from ``-1e308`` to ``1e308``.
+
+    Parameters
+    ----------
+    x : array_like
+        Scores, with at least one dimension.
+    axis : int, optional
+        The axis that adds up to 1. Default: the last.
+
+    Returns
+    -------
+    numpy.ndarray
+        Weights, same shape as `x`. float32 and float64 stay as they are,
+        float16 is computed in float32, integers and booleans give float64.
+        A row holding ``+inf`` or ``nan``, or only ``-inf``, gives ``nan``,
+        as with ``torch.softmax``.
+
+    Examples
+    --------
+    >>> from opbyop import softmax
+    >>> softmax([1.0, 2.0, 3.0]).round(3)
+    array([0.09 , 0.245, 0.665])
+    >>> softmax([[0, 0], [0, 1e30]])
+    array([[0.5, 0.5],
+           [0. , 1. ]])
+    """
+    (scores,) = _checked(x=x)
+    axis = _check_axis(axis, scores, "x")
+    (scores,), out_dtype = _cast(scores)
+    return _softmax(scores.copy(), axis).astype(out_dtype, copy=False)
+
+
+def attention_weights(
+    q: ArrayLike, k: ArrayLike, *, scale: float | None = None
+) -> FloatArray:  # [..., n_q, d_k], [..., n_k, d_k] -> [..., n_q, n_k]
+    """How much each query attends to each key: ``softmax(q @ k.T * scale)``.
+
+    The first episode's four operations at once: compare every query with
+    every key (``@`` with `k` transposed), scale, then softmax each row.
+
+    Parameters
+    ----------
+    q : array_like, shape (..., n_q, d_k)
+        The queries.
+    k : array_like, shape (..., n_k, d_k)
+        The keys. Batch dimensions broadcast against those of `q`.
+    scale : float, optional
+        What the scores are multiplied by. Default: ``1 / sqrt(d_k)``.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., n_q, n_k)
+        Each row holds one query's weights, adding up to 1. With no keys the
+        rows are empty. Scores too large for the dtype overflow to ``inf`` and
+        give ``nan`` rows, as in PyTorch.
+
+    Examples
+    --------
+    >>> from opbyop import attention_weights
+    >>> x = [[1.0, 0.0], [0.0, 1.0]]
+    >>> attention_weights(x, x).round(3)
+    array([[0.67, 0.33],
+           [0.33, 0.67]])
+    """
+    q, k = _checked(q=q, k=k)
+    scale = _scale(scale, d_k=q.shape[-1])
+    (q, k), out_dtype = _cast(q, k)
+    return _weights(q, k, scale).astype(out_dtype, copy=False)
+
+
+def attention(
+    q: ArrayLike, k: ArrayLike, v: ArrayLike, *, scale: float | None = None
+) -> FloatArray:  # [..., n_q, d_k], [..., n_k, d_k], [..., n_k, d_v] -> [..., n_q, d_v]
+    """Scaled dot-product attention: each query's weighted average of the values.
+
+    ``attention_weights(q, k) @ v``, as ``torch.nn.functional.scaled_dot_product_attention``
+    computes it without a mask or dropout.
+
+    Parameters
+    ----------
+    q : array_like, shape (..., n_q, d_k)
+        The queries.
+    k : array_like, shape (..., n_k, d_k)
+        The keys.
+    v : array_like, shape (..., n_k, d_v)
+        The values, one per key. Batch dimensions of `q`, `k` and `v` broadcast.
+    scale : float, optional
+        What the scores are multiplied by. Default: ``1 / sqrt(d_k)``, where
+        ``d_k`` is the last dimension of `q` and `k` (not of `v`).
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., n_q, d_v)
+        One mixed vector per query. No queries give an empty result; no keys
+        give zeros, as in PyTorch.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import attention
+    >>> x = np.eye(2, dtype=np.float32)
+    >>> out = attention(x, x, x)
+    >>> out.round(3), out.dtype
+    (array([[0.67, 0.33],
+           [0.33, 0.67]], dtype=float32), dtype('float32'))
+    """
+    q, k, v = _checked(q=q, k=k, v=v)
+    scale = _scale(scale, d_k=q.shape[-1])
+    (q, k, v), out_dtype = _cast(q, k, v)
+    weights = _weights(q, k, scale)
+    with np.errstate(over="ignore", invalid="ignore"):  # sums past the dtype's range: inf, nan
+        return (weights @ v).astype(out_dtype, copy=False)
+
+
+def _weights(q: FloatArray, k: FloatArray, scale: float) -> FloatArray:
+    """The four operations: multiply, transpose, scale, softmax."""
+    with np.errstate(over="ignore", invalid="ignore"):  # too-big scores become inf, as in PyTorch
+        scores = q @ np.swapaxes(k, -1, -2)  # every query against every key: [..., n_q, n_k]
+        scores *= scale
+    return _softmax(scores, axis=-1)
+
+
+def _softmax(x: FloatArray, axis: int) -> FloatArray:
+    """Softmax of a float array along `axis`, computed in place in `x`."""
+    # An empty row has no maximum: `initial` makes it -inf (and the row stays empty).
+    biggest = x.max(axis=axis, keepdims=True, initial=-np.inf)
+    with np.errstate(over="ignore", invalid="ignore"):  # inf - inf is nan, as in PyTorch
+        x -= biggest  # now at most 0, so exp(x) is at most 1
+        np.exp(x, out=x)
+        x /= x.sum(axis=axis, keepdims=True)
+    return x
+
+
+def _checked(**arrays: ArrayLike) -> list[NDArray[Any]]:
+    """Each argument as an array of real numbers whose shape fits the others'."""
+    checked = {name: _real_array(x, name) for name, x in arrays.items()}
+    if "q" in checked:
+        _check_shapes(**checked)
+    return list(checked.values())
+
+
+def _real_array(x: ArrayLike, name: str) -> NDArray[Any]:
+    """`x` as an array of integers, booleans or floats, or a clear error naming `name`."""
+    try:
+        array = np.asarray(x)
+    except ValueError as error:  # NumPy 1.24+ refuses ragged nested lists
+        raise ValueError(f"{name} has ragged rows (rows of different lengths): {error}") from None
+    if array.dtype.kind not in "biuf":
+        raise TypeError(
+            f"{name} must hold real numbers, got dtype {array.dtype} with shape {array.shape}"
+        )
+    return array
+
+
+def _cast(*arrays: NDArray[Any]) -> tuple[list[FloatArray], np.dtype[Any]]:
+    """The arrays in the dtype to compute in, and the dtype to return.
+
+    Integers and booleans become float64; float16 is computed in float32.
+    """
+    out_dtype = np.result_type(*(np.float64 if x.dtype.kind in "biu" else x.dtype for x in arrays))
+    work_dtype = np.float32 if out_dtype == np.float16 else out_dtype
+    return [x.astype(work_dtype, copy=False) for x in arrays], out_dtype
+
+
+def _check_axis(axis: int, x: NDArray[Any], name: str) -> int:
+    """`axis` as a valid non-negative axis of `x`."""
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"axis must be an integer, got {axis!r}")
+    if not -x.ndim <= axis < x.ndim:
+        raise ValueError(f"axis {axis} is out of range for {name} with shape {x.shape}")
+    return int(axis) % x.ndim
+
+
+def _check_shapes(**arrays: NDArray[Any]) -> None:
+    """q, k (and v) are stacks of matrices whose sizes fit together."""
+    shapes = {name: x.shape for name, x in arrays.items()}
+    for name, shape in shapes.items():
+        if len(shape) < 2:
+            raise ValueError(f"{name} needs at least 2 dimensions (..., n, d), got shape {shape}")
+    q, k = shapes["q"], shapes["k"]
+    if q[-1] != k[-1]:
+        raise ValueError(f"q and k need the same last dimension d_k: got q {q}, k {k}")
+    if "v" in shapes and k[-2] != shapes["v"][-2]:
+        v = shapes["v"]
+        raise ValueError(f"k and v need the same number of rows n_k: got k {k}, v {v}")
+    try:
+        np.broadcast_shapes(*(shape[:-2] for shape in shapes.values()))
+    except ValueError:
+        got = ", ".join(f"{name} {shape}" for name, shape in shapes.items())
+        raise ValueError(f"batch dimensions do not broadcast: got {got}") from None
+
+
+def _scale(scale: float | None, d_k: int) -> float:
+    """The factor scores are multiplied by, as a Python float.
+
+    A Python float keeps float32 scores float32; ``np.sqrt`` of an int would be
+    a float64 and promote them.
+    """
+    if scale is None:
+        return 1 / math.sqrt(d_k) if d_k > 0 else 1.0  # d_k = 0: every score is 0 anyway
+    if isinstance(scale, bool) or not isinstance(scale, Real):
+        raise TypeError(f"scale must be a real number or None, got {scale!r}")
+    return float(scale)
