@@ -162,8 +162,9 @@ def test_shipped_rows_match_the_recorded_check() -> None:
 
 
 def test_well_known_bert_vocabulary_ids() -> None:
-    # bert-base-uncased WordPiece ids, which all-MiniLM-L6-v2 reuses.
-    for word, token_id in {"the": 1996, "and": 1998, "of": 1997, "bank": 2924}.items():
+    # Ids every BERT-uncased tokenizer gives these words (all-MiniLM-L6-v2 reuses
+    # BERT's vocabulary): a check on the ids that does not come from our script.
+    for word, token_id in {"the": 1996, "of": 1997, "and": 1998}.items():
         assert CHECK["words"][word][0] == token_id
 
 
