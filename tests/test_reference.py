@@ -1,0 +1,110 @@
+"""opbyop against PyTorch: values computed by tools/make_reference.py, stored in tests/data.
+
+Also against an independent float64 computation written here, on random shapes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from opbyop import attention, attention_weights, scratch, softmax
+
+REFERENCE = Path(__file__).parent / "data" / "attention_reference.npz"
+Array = np.ndarray[Any, Any]
+
+# (rtol, atol) per output dtype. float64 needs a small atol too: an output that
+# is a weighted sum cancelling to nearly 0 has a large relative rounding error.
+TOLERANCES: dict[str, tuple[float, float]] = {
+    "float64": (1e-12, 1e-14),
+    "float32": (1.3e-6, 1e-5),
+    "float16": (1e-2, 1e-2),
+}
+
+
+def _load() -> dict[str, dict[str, Array]]:
+    cases: dict[str, dict[str, Array]] = {}
+    with np.load(REFERENCE, allow_pickle=False) as data:
+        for key in data.files:
+            case, name = key.split("__")
+            cases.setdefault(case, {})[name] = data[key]
+    return cases
+
+
+CASES = _load()
+ATTENTION = sorted(name for name in CASES if name.startswith("attention_"))
+SOFTMAX = sorted(name for name in CASES if name.startswith("softmax_"))
+
+
+def assert_matches(got: Array, want: Array) -> None:
+    """Same dtype, same shape, same values within the dtype's tolerance (nan where nan)."""
+    assert got.dtype == want.dtype
+    assert got.shape == want.shape
+    rtol, atol = TOLERANCES[want.dtype.name]
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def test_the_reference_file_has_enough_cases() -> None:
+    assert len(ATTENTION) + len(SOFTMAX) >= 24
+    dtypes = {CASES[name]["out"].dtype.name for name in ATTENTION + SOFTMAX}
+    assert dtypes == set(TOLERANCES)
+    assert REFERENCE.stat().st_size < 1_000_000
+
+
+@pytest.mark.parametrize("name", ATTENTION)
+def test_attention_matches_pytorch(name: str) -> None:
+    case = CASES[name]
+    scale = float(case["scale"]) if "scale" in case else None
+    assert_matches(attention(case["q"], case["k"], case["v"], scale=scale), case["out"])
+
+
+@pytest.mark.parametrize("name", [name for name in ATTENTION if "_weights_" in name])
+def test_attention_weights_match_pytorch(name: str) -> None:
+    # v is the identity, so PyTorch's output is the weights themselves
+    case = CASES[name]
+    assert_matches(attention_weights(case["q"], case["k"]), case["out"])
+
+
+@pytest.mark.parametrize("name", SOFTMAX)
+def test_softmax_matches_pytorch(name: str) -> None:
+    case = CASES[name]
+    assert_matches(softmax(case["x"], axis=int(case["axis"])), case["out"])
+
+
+@pytest.mark.parametrize(
+    "name", [name for name in ATTENTION if CASES[name]["out"].dtype == np.float64]
+)
+def test_scratch_attention_matches_pytorch(name: str) -> None:
+    case = CASES[name]
+    q, k, v = case["q"], case["k"], case["v"]
+    if q.ndim != 2 or 0 in q.shape + k.shape or "scale" in case:
+        pytest.skip("scratch takes one non-empty matrix each, and the default scale")
+    got = np.array(scratch.attention(q.tolist(), k.tolist(), v.tolist()))
+    np.testing.assert_allclose(got, case["out"], rtol=1e-12, atol=1e-14)
+
+
+def reference_attention(q: Array, k: Array, v: Array) -> Array:
+    """Scaled dot-product attention in float64, written out with einsum and log-sum-exp."""
+    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    scores = np.einsum("...id,...jd->...ij", q, k) / np.sqrt(q.shape[-1])
+    log_total = np.log(np.sum(np.exp(scores - scores.max(-1, keepdims=True)), -1, keepdims=True))
+    weights = np.exp(scores - scores.max(-1, keepdims=True) - log_total)
+    out: Array = np.einsum("...ij,...jd->...id", weights, v)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_attention_matches_an_independent_float64_computation(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    batch = tuple(rng.integers(1, 4, size=rng.integers(0, 3)))
+    n_q, n_k, d_k, d_v = rng.integers(1, 20, size=4)
+    q = rng.standard_normal((*batch, n_q, d_k)) * 3
+    k = rng.standard_normal((*batch, n_k, d_k)) * 3
+    v = rng.standard_normal((*batch, n_k, d_v))
+    want = reference_attention(q, k, v)
+    np.testing.assert_allclose(attention(q, k, v), want, rtol=1e-12, atol=1e-14)
+    got32 = attention(q.astype(np.float32), k.astype(np.float32), v.astype(np.float32))
+    np.testing.assert_allclose(got32, want, rtol=1e-4, atol=1e-5)
