@@ -5,8 +5,9 @@ files; mkdocs-jupyter executes and renders them. This hook adds:
 
 * a generated ``notebooks/<name>.ipynb`` next to each page, converted with
   jupytext, and a download link at the top of the page;
-* removal of the script tags nbconvert's template points at the network
-  (MathJax, and Mermaid through an inline import): notebook markdown holds no LaTeX, so nothing needs them.
+* removal of the scripts nbconvert's template loads from the network
+  (MathJax, and Mermaid through an inline import): notebook markdown holds
+  no LaTeX and no diagrams, so nothing needs them.
 """
 
 from __future__ import annotations

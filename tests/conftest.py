@@ -14,4 +14,3 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if result.returncode != 0:
         pytest.fail(f"mkdocs build --strict failed:\n{result.stdout}\n{result.stderr}")
     return site_dir
-

@@ -19,6 +19,9 @@ from sybil import Document, Sybil
 from sybil.document import PythonDocStringDocument
 from sybil.parsers.markdown import ClearNamespaceParser, PythonCodeBlockParser, SkipParser
 from sybil.parsers.rest import DocTestParser
+from sybil.typing import Parser
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # The info strings a Python fence might carry. Sybil collects only the plain
 # "python" one; tests/docs/test_fences.py flags the rest.
@@ -66,14 +69,14 @@ class SnippetDocument(Document):
         return document
 
 
-MARKDOWN_PARSERS = [PythonCodeBlockParser(), SkipParser(), ClearNamespaceParser()]
+MARKDOWN_PARSERS: list[Parser] = [PythonCodeBlockParser(), SkipParser(), ClearNamespaceParser()]
 
 
 def docs_sybil() -> Sybil:
     """Every ```python block (and its ``>>>`` examples) in the markdown files."""
     return Sybil(
         parsers=MARKDOWN_PARSERS,
-        path="..",  # relative to this file: the repository root
+        path=str(ROOT),
         patterns=["*.md"],
         excludes=["site/*", ".venv/*"],
         document_types={".md": SnippetDocument},
@@ -85,7 +88,7 @@ def docstring_sybil() -> Sybil:
     """The ``Examples`` sections of the library's docstrings."""
     return Sybil(
         parsers=[DocTestParser()],
-        path="../src",
+        path=str(ROOT / "src"),
         patterns=["*.py"],
         document_types={".py": PythonDocStringDocument},
         name="docstrings",
@@ -101,10 +104,14 @@ def uncollected_fences(path: str | Path) -> list[str]:
     document = SnippetDocument.parse(str(path), *MARKDOWN_PARSERS)
     collected = {start for start, _ in document.regions}
     return [
-        f"{Path(path).name}:{document.text.count(chr(10), 0, match.start()) + 1}: {match.group(0).strip()}"
+        f"{Path(path).name}:{_line_of(document.text, match.start())}: {match.group(0).strip()}"
         for match in PYTHON_LOOKING_FENCE.finditer(document.text)
         if match.start() not in collected
     ]
+
+
+def _line_of(text: str, position: int) -> int:
+    return text.count("\n", 0, position) + 1
 
 
 SKIP_WITHOUT_REASON = re.compile(r"<!--\s*skip:\s*(?:next|start)\s*-->")

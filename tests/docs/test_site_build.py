@@ -44,7 +44,9 @@ def test_math_renders_where_the_source_has_math(built_site: Path) -> None:
     for source in (ROOT / "docs").rglob("*.md"):
         if re.search(r"\$[^$\n]+\$", source.read_text(encoding="utf-8")):
             name = source.relative_to(ROOT / "docs").with_suffix("")
-            html_page = built_site / ("index.html" if name.name == "index" else f"{name}/index.html")
+            html_page = built_site / (
+                "index.html" if name.name == "index" else f"{name}/index.html"
+            )
             assert "<math" in html_page.read_text(encoding="utf-8"), f"no MathML in {html_page}"
 
 

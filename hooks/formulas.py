@@ -19,7 +19,8 @@ from latex2mathml.converter import convert
 from mkdocs.exceptions import PluginError
 
 FORMULA = re.compile(
-    r'<(?P<tag>span|div) class="arithmatex">\s*\\(?P<open>[(\[])(?P<latex>.*?)\\[)\]]\s*</(?P=tag)>',
+    r'<(?P<tag>span|div) class="arithmatex">\s*'
+    r"\\(?P<open>[(\[])(?P<latex>.*?)\\[)\]]\s*</(?P=tag)>",
     re.DOTALL,
 )
 # What unconverted LaTeX looks like once it is inside MathML: a command name

@@ -1,0 +1,140 @@
+"""The guards can fail: each breakage below, made in a throwaway copy of the
+project's docs setup, is caught by the check that is meant to catch it.
+
+A baseline test shows the same throwaway tree passes every check unbroken, so
+each failure is caused by its breakage and nothing else.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from docs_harness import run_notebook, uncollected_fences
+from site_build import ROOT, build_site
+
+pytestmark = pytest.mark.slow
+
+SNIPPET = """\
+# --8<-- [start:double]
+def double(x):
+    return 2 * x
+# --8<-- [end:double]
+"""
+
+PAGE = """\
+# Page
+
+## A section
+
+Some math: $\\frac{1}{\\sqrt{d}}$.
+
+```python
+--8<-- "snippets/demo.py:double"
+```
+
+```python
+assert double(21) == 42
+```
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A small project with this repository's mkdocs.yml, hooks and Sybil wiring."""
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    config = re.sub(r"^nav:\n(?:[ \t]+.*\n)+", "", config, flags=re.MULTILINE)
+    (tmp_path / "mkdocs.yml").write_text(config, encoding="utf-8")
+    for name in ["conftest.py", "pyproject.toml"]:
+        shutil.copy(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "hooks", tmp_path / "hooks")
+    (tmp_path / "tests").mkdir()
+    for name in ["docs_harness.py", "site_build.py"]:
+        shutil.copy(ROOT / "tests" / name, tmp_path / "tests" / name)
+    (tmp_path / "snippets").mkdir()
+    (tmp_path / "snippets" / "demo.py").write_text(SNIPPET, encoding="utf-8")
+    (tmp_path / "src").mkdir()
+    shutil.copytree(ROOT / "docs" / "assets", tmp_path / "docs" / "assets")
+    (tmp_path / "docs" / "index.md").write_text(
+        "# Home\n\nSee [the section](page.md#a-section).\n", encoding="utf-8"
+    )
+    (tmp_path / "docs" / "page.md").write_text(PAGE, encoding="utf-8")
+    return tmp_path
+
+
+def run_docs_tests(project: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "docs", "-q", "-p", "no:cacheprovider"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def test_the_unbroken_project_passes_every_check(project: Path) -> None:
+    build = build_site(project / "site", root=project)
+    assert build.returncode == 0, build.stderr
+    tests = run_docs_tests(project)
+    assert tests.returncode == 0, tests.stdout
+    assert "2 passed" in tests.stdout
+    assert uncollected_fences(project / "docs" / "page.md") == []
+
+
+def test_a_code_block_that_raises_fails_the_tests(project: Path) -> None:
+    edit(project / "docs" / "page.md", "== 42", "== 43")
+    tests = run_docs_tests(project)
+    assert tests.returncode != 0
+    assert "AssertionError" in tests.stdout
+
+
+def test_a_broken_anchor_fails_the_build(project: Path) -> None:
+    edit(project / "docs" / "index.md", "#a-section", "#no-such-section")
+    build = build_site(project / "site", root=project)
+    assert build.returncode != 0
+    assert "no-such-section" in build.stdout + build.stderr
+
+
+def test_a_missing_snippet_section_fails_the_build_and_the_tests(project: Path) -> None:
+    edit(project / "docs" / "page.md", "demo.py:double", "demo.py:triple")
+    build = build_site(project / "site", root=project)
+    assert build.returncode != 0
+    assert "triple" in build.stdout + build.stderr
+    tests = run_docs_tests(project)
+    assert tests.returncode != 0
+    assert "triple" in tests.stdout
+
+
+def test_a_failing_notebook_cell_fails_the_build_and_the_notebook_check(project: Path) -> None:
+    notebook = project / "docs" / "notebooks" / "01_broken.py"
+    notebook.parent.mkdir()
+    notebook.write_text("# %%\nprint('fine')\n\n# %%\n1 / 0\n", encoding="utf-8")
+    build = build_site(project / "site", root=project)
+    assert build.returncode != 0
+    assert "ZeroDivisionError" in build.stdout + build.stderr
+    with pytest.raises(Exception, match="ZeroDivisionError"):
+        run_notebook(notebook)
+
+
+def test_a_titled_python_fence_is_flagged(project: Path) -> None:
+    edit(project / "docs" / "page.md", "```python\nassert", '```python title="check.py"\nassert')
+    missed = uncollected_fences(project / "docs" / "page.md")
+    assert len(missed) == 1
+    assert 'title="check.py"' in missed[0]
+
+
+def test_a_formula_that_does_not_convert_fails_the_build(project: Path) -> None:
+    edit(project / "docs" / "page.md", "\\frac{1}", "\\notacommand{1}")
+    build = build_site(project / "site", root=project)
+    assert build.returncode != 0
+    assert "cannot convert" in build.stdout + build.stderr
