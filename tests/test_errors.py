@@ -108,7 +108,7 @@ QKV = {"q": np.ones((3, 4)), "k": np.ones((5, 4)), "v": np.ones((5, 2))}
 
 @pytest.mark.parametrize("name", ["q", "k", "v"])
 def test_ragged_rows(name: str) -> None:
-    args = {**QKV, name: [[1.0, 2.0], [3.0]]}
+    args: dict[str, Any] = {**QKV, name: [[1.0, 2.0], [3.0]]}
     with pytest.raises(ValueError, match=rf"{name} has ragged rows.*shape"):
         attention(**args)
 
@@ -131,7 +131,7 @@ def test_softmax_ragged_rows() -> None:
 )
 @pytest.mark.parametrize("name", ["q", "k", "v"])
 def test_non_numeric_entries(name: str, bad: Any) -> None:
-    args = {**QKV, name: bad}
+    args: dict[str, Any] = {**QKV, name: bad}
     with pytest.raises(TypeError, match=rf"{name} must hold real numbers, got dtype .* shape"):
         attention(**args)
 
@@ -145,7 +145,7 @@ def test_softmax_non_numeric_entries(bad: Any) -> None:
 @pytest.mark.parametrize("name", ["q", "k", "v"])
 @pytest.mark.parametrize("bad", [np.ones(4), 1.0])
 def test_fewer_than_two_dimensions(name: str, bad: Any) -> None:
-    args = {**QKV, name: bad}
+    args: dict[str, Any] = {**QKV, name: bad}
     shape = re.escape(str(np.shape(bad)))
     with pytest.raises(
         ValueError, match=rf"{name} needs at least 2 dimensions .* got shape {shape}"
@@ -192,7 +192,7 @@ def test_scale_must_be_a_real_number(bad: Any) -> None:
 
 def test_scale_is_keyword_only() -> None:
     with pytest.raises(TypeError):
-        attention(QKV["q"], QKV["k"], QKV["v"], 0.5)  # type: ignore[misc]
+        attention(QKV["q"], QKV["k"], QKV["v"], 0.5)  # type: ignore[call-arg]
 
 
 @pytest.mark.parametrize(("x", "axis"), [(np.ones((2, 3)), 2), (np.ones((2, 3)), -3), (3.0, -1)])

@@ -19,8 +19,8 @@ FUNCTIONS = ["mat_mul", "transpose", "scale", "softmax", "attention"]
 
 
 def test_mat_mul() -> None:
-    a = [[1, 2, 3], [4, 5, 6]]
-    b = [[7, 8], [9, 10], [11, 12]]
+    a: list[list[float]] = [[1, 2, 3], [4, 5, 6]]  # integers work too
+    b: list[list[float]] = [[7, 8], [9, 10], [11, 12]]
     assert mat_mul(a, b) == [[58.0, 64.0], [139.0, 154.0]]
     assert mat_mul([[2]], [[3]]) == [[6.0]]
     assert mat_mul([[1, 2]], [[3], [4]]) == [[11.0]]  # a row times a column: one dot product
