@@ -74,16 +74,18 @@ def test_softmax_matches_pytorch(name: str) -> None:
     assert_matches(softmax(case["x"], axis=int(case["axis"])), case["out"])
 
 
-@pytest.mark.parametrize(
-    "name", [name for name in ATTENTION if CASES[name]["out"].dtype == np.float64]
-)
+def _scratch_can_take(case: dict[str, Array]) -> bool:
+    """scratch takes one non-empty matrix each, in float64, and the default scale."""
+    q, k = case["q"], case["k"]
+    plain = q.ndim == 2 and 0 not in q.shape + k.shape and "scale" not in case
+    return plain and case["out"].dtype == np.float64
+
+
+@pytest.mark.parametrize("name", [name for name in ATTENTION if _scratch_can_take(CASES[name])])
 def test_scratch_attention_matches_pytorch(name: str) -> None:
     case = CASES[name]
-    q, k, v = case["q"], case["k"], case["v"]
-    if q.ndim != 2 or 0 in q.shape + k.shape or "scale" in case:
-        pytest.skip("scratch takes one non-empty matrix each, and the default scale")
-    got = np.array(scratch.attention(q.tolist(), k.tolist(), v.tolist()))
-    np.testing.assert_allclose(got, case["out"], rtol=1e-12, atol=1e-14)
+    q, k, v = (case[x].tolist() for x in "qkv")
+    np.testing.assert_allclose(scratch.attention(q, k, v), case["out"], rtol=1e-12, atol=1e-14)
 
 
 def reference_attention(q: Array, k: Array, v: Array) -> Array:

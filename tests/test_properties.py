@@ -1,0 +1,98 @@
+"""Properties softmax and attention have for every input, checked with hypothesis."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from opbyop import attention, scratch, softmax
+
+Array = np.ndarray[Any, Any]
+
+
+def floats(bound: float, width: Literal[16, 32, 64] = 64) -> st.SearchStrategy[float]:
+    return st.floats(-bound, bound, allow_nan=False, allow_infinity=False, width=width)
+
+
+def matrices(
+    dtype: Any = np.float64, elements: st.SearchStrategy[float] | None = None
+) -> st.SearchStrategy[Array]:
+    shapes = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=8)
+    return hnp.arrays(dtype, shapes, elements=elements)
+
+
+@st.composite
+def qkv(draw: st.DrawFn, bound: float = 10.0) -> tuple[Array, Array, Array]:
+    """Queries, keys and values of fitting shapes, with a batch dimension or not."""
+    batch = draw(st.lists(st.integers(1, 3), max_size=1))
+    n_q, n_k, d_k, d_v = (draw(st.integers(1, 6)) for _ in range(4))
+    elements = floats(bound)
+    q = draw(hnp.arrays(np.float64, (*batch, n_q, d_k), elements=elements))
+    k = draw(hnp.arrays(np.float64, (*batch, n_k, d_k), elements=elements))
+    v = draw(hnp.arrays(np.float64, (*batch, n_k, d_v), elements=elements))
+    return q, k, v
+
+
+@given(matrices(np.float64, floats(np.finfo(np.float64).max)))
+def test_softmax_rows_add_up_to_one_float64(x: Array) -> None:
+    weights = softmax(x)
+    assert ((weights >= 0) & (weights <= 1)).all()
+    np.testing.assert_allclose(weights.sum(axis=-1), 1.0, rtol=0, atol=1e-12)
+
+
+@given(matrices(np.float32, floats(np.finfo(np.float32).max, width=32)))
+def test_softmax_rows_add_up_to_one_float32(x: Array) -> None:
+    weights = softmax(x)
+    assert weights.dtype == np.float32
+    np.testing.assert_allclose(weights.sum(axis=-1), 1.0, rtol=0, atol=1e-6)
+
+
+@given(matrices(np.float64, floats(100)), st.data())
+def test_adding_a_constant_to_a_row_changes_nothing(x: Array, data: st.DataObject) -> None:
+    shift = data.draw(hnp.arrays(np.float64, (*x.shape[:-1], 1), elements=floats(100)))
+    np.testing.assert_allclose(softmax(x + shift), softmax(x), rtol=1e-12, atol=0)
+
+
+@given(qkv(bound=1e3))
+def test_each_output_lies_between_the_smallest_and_largest_value(args: tuple[Array, ...]) -> None:
+    q, k, v = args
+    out = attention(q, k, v)
+    slack = 1e-12 * (1 + np.abs(v).max())  # rounding: the weights add up to 1 within a few ulps
+    assert (out >= v.min(axis=-2, keepdims=True) - slack).all()
+    assert (out <= v.max(axis=-2, keepdims=True) + slack).all()
+
+
+@given(qkv(), st.randoms(use_true_random=False))
+def test_permuting_the_queries_permutes_the_output(args: tuple[Array, ...], rnd: Any) -> None:
+    q, k, v = args
+    order = list(range(q.shape[-2]))
+    rnd.shuffle(order)
+    np.testing.assert_allclose(
+        attention(q[..., order, :], k, v), attention(q, k, v)[..., order, :], rtol=1e-12, atol=1e-12
+    )
+
+
+@given(qkv(), st.randoms(use_true_random=False))
+def test_permuting_keys_and_values_together_changes_nothing(
+    args: tuple[Array, ...], rnd: Any
+) -> None:
+    q, k, v = args
+    order = list(range(k.shape[-2]))
+    rnd.shuffle(order)
+    np.testing.assert_allclose(
+        attention(q, k[..., order, :], v[..., order, :]), attention(q, k, v), rtol=1e-12, atol=1e-12
+    )
+
+
+@settings(deadline=None)
+@given(qkv())
+def test_scratch_and_numpy_agree(args: tuple[Array, ...]) -> None:
+    q, k, v = (x.reshape(-1, *x.shape[-2:])[0] for x in args)  # scratch takes one matrix
+    from_scratch = scratch.attention(q.tolist(), k.tolist(), v.tolist())
+    np.testing.assert_allclose(from_scratch, attention(q, k, v), rtol=1e-12, atol=1e-12)
+    weights = scratch.softmax(q.tolist())
+    np.testing.assert_allclose(weights, softmax(q), rtol=1e-12, atol=0)
