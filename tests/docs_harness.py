@@ -8,14 +8,16 @@ for code blocks, so the tests execute exactly what the page shows.
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import markdown
 from mkdocs.config import load_config
-from sybil import Document, Sybil
+from sybil import Document, Example, Sybil
 from sybil.document import PythonDocStringDocument
 from sybil.parsers.markdown import ClearNamespaceParser, PythonCodeBlockParser, SkipParser
 from sybil.parsers.rest import DocTestParser
@@ -57,16 +59,43 @@ def _config_for(path: str) -> Path:
 
 
 class SnippetDocument(Document):
-    """A markdown document whose snippet includes are expanded before parsing."""
+    """A markdown document whose snippet includes are expanded before parsing.
+
+    Examples report the line numbers of the file as written, not of the
+    expanded text, so a failure points at the right line of the page.
+    """
+
+    source_lines: list[int]  # expanded line index -> line number in the file
 
     @classmethod
     def parse(cls, path: str, *parsers: Any, encoding: str = "utf-8") -> Document:
         text = Path(path).read_text(encoding=encoding)
         document = cls(expand_snippets(text, _config_for(path)), path)
+        document.source_lines = _source_lines(text, document.text)
         for parser in parsers:
             for region in parser(document):
                 document.add(region)
         return document
+
+    def examples(self) -> Iterator[Example]:
+        for example in super().examples():
+            example.line = self.source_lines[example.line - 1]
+            yield example
+
+
+def _source_lines(original: str, expanded: str) -> list[int]:
+    """For each line of ``expanded``, the number of the ``original`` line it came from.
+
+    Lines pasted in by an include map to the include line.
+    """
+    before, after = original.split("\n"), expanded.split("\n")
+    numbers = [0] * len(after)
+    matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        for offset, j in enumerate(range(j1, j2)):
+            same = tag == "equal"
+            numbers[j] = (i1 + offset if same else min(i1, i2 - 1, len(before) - 1)) + 1
+    return numbers
 
 
 MARKDOWN_PARSERS: list[Parser] = [PythonCodeBlockParser(), SkipParser(), ClearNamespaceParser()]

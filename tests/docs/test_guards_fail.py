@@ -51,7 +51,9 @@ def project(tmp_path: Path) -> Path:
     (tmp_path / "mkdocs.yml").write_text(config, encoding="utf-8")
     for name in ["conftest.py", "pyproject.toml"]:
         shutil.copy(ROOT / name, tmp_path / name)
-    shutil.copytree(ROOT / "hooks", tmp_path / "hooks")
+    for folder in ["hooks", "overrides"]:  # the hooks and theme overrides mkdocs.yml names
+        if (ROOT / folder).is_dir():
+            shutil.copytree(ROOT / folder, tmp_path / folder)
     (tmp_path / "tests").mkdir()
     for name in ["docs_harness.py", "site_build.py"]:
         shutil.copy(ROOT / "tests" / name, tmp_path / "tests" / name)
@@ -96,6 +98,9 @@ def test_a_code_block_that_raises_fails_the_tests(project: Path) -> None:
     tests = run_docs_tests(project)
     assert tests.returncode != 0
     assert "AssertionError" in tests.stdout
+    # The failure names the line as written in the page, not in the expanded text.
+    line = PAGE.split("\n").index("assert double(21) == 42") + 1
+    assert f"page.md:{line}: AssertionError" in tests.stdout
 
 
 def test_a_broken_anchor_fails_the_build(project: Path) -> None:
