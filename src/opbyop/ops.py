@@ -110,7 +110,10 @@ def attention_weights(
     q, k = _checked(q=q, k=k)
     scale = _scale(scale, d_k=q.shape[-1])
     (q, k), out_dtype = _cast(q, k)
-    return _weights(q, k, scale).astype(out_dtype, copy=False)
+    with np.errstate(over="ignore", invalid="ignore"):  # too-big scores: inf, as in PyTorch
+        scores = q @ np.swapaxes(k, -1, -2)  # mat_mul with k transposed: [..., n_q, n_k]
+        scores *= scale  # scale: 1 / sqrt(d_k) unless given
+    return _softmax(scores, axis=-1).astype(out_dtype, copy=False)  # each row adds up to 1
 
 
 def attention(
@@ -152,17 +155,9 @@ def attention(
     q, k, v = _checked(q=q, k=k, v=v)
     scale = _scale(scale, d_k=q.shape[-1])
     (q, k, v), out_dtype = _cast(q, k, v)
-    weights = _weights(q, k, scale)
+    weights = attention_weights(q, k, scale=scale)  # float32 or wider, even for float16
     with np.errstate(over="ignore", invalid="ignore"):  # sums past the dtype's range: inf, nan
         return (weights @ v).astype(out_dtype, copy=False)
-
-
-def _weights(q: FloatArray, k: FloatArray, scale: float) -> FloatArray:
-    """The four operations: multiply, transpose, scale, softmax."""
-    with np.errstate(over="ignore", invalid="ignore"):  # too-big scores become inf, as in PyTorch
-        scores = q @ np.swapaxes(k, -1, -2)  # every query against every key: [..., n_q, n_k]
-        scores *= scale
-    return _softmax(scores, axis=-1)
 
 
 def _softmax(x: FloatArray, axis: int) -> FloatArray:
