@@ -5,8 +5,8 @@
 # keys, scale, softmax, and mix the values. This notebook draws what those operations
 # produce. First we look at which words attend to which in three short sentences with
 # real word vectors, then at what the scaling step does as vectors get longer. Every
-# claim written here is checked by an `assert` in the code below it, so if a number
-# ever changes, the notebook stops with an error instead of telling you something false.
+# number written here is checked by an `assert` in the code below it, so if one ever
+# changes, the notebook stops with an error instead of telling you something false.
 
 # %%
 import base64
@@ -24,7 +24,7 @@ from IPython.display import HTML, display
 from opbyop import attention_weights, softmax
 from opbyop.words import word_vectors
 
-CMAP = plt.get_cmap("viridis")  # readable for colour-blind readers, light to dark
+CMAP = plt.get_cmap("viridis")  # readable for colour-blind readers, dark (0) to light (1)
 
 
 def show(fig, alt):
@@ -36,6 +36,13 @@ def show(fig, alt):
     style = "background:#fff;border-radius:6px;padding:6px;max-width:100%"
     img = f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}" style="{style}">'
     display(HTML(img))
+
+
+def text_colour(rgba):
+    """Black or white, whichever contrasts more with a cell of this colour (WCAG)."""
+    r, g, b = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgba[:3]]
+    luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    return "black" if luminance > 0.179 else "white"  # 0.179: both contrasts are equal
 
 
 def heatmap(weights, words, title):
@@ -50,9 +57,7 @@ def heatmap(weights, words, title):
     ax.set_title(title)
     for i in range(n):
         for j in range(n):
-            r, g, b, _ = CMAP(weights[i, j])  # vmin=0, vmax=1: the weight is the colour position
-            light = 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.5
-            colour = "black" if light else "white"
+            colour = text_colour(CMAP(weights[i, j]))  # vmin=0, vmax=1: weight = position
             ax.text(j, i, f"{weights[i, j]:.2f}", ha="center", va="center", fontsize=8, c=colour)
     fig.colorbar(image, ax=ax, label="attention weight")
     fig.tight_layout()
@@ -76,13 +81,15 @@ SENTENCES = [
     "we fished from the river bank",
 ]
 
-bank_weights = {}
+bank_weights, lengths, scores = {}, [], []
 for sentence in SENTENCES:
     words = sentence.split()
     n = len(words)
     x = word_vectors(sentence)  # [n, 384]
     weights = attention_weights(x, x)  # [n, n]
     bank_weights[sentence] = weights
+    lengths.extend(np.linalg.norm(x, axis=1))
+    scores.extend((x @ x.T / np.sqrt(384)).ravel())  # what softmax sees
     own = np.diag(weights)
     print(f"{sentence!r}: {n} words, 1/n = {1 / n:.3f}")
     print(f"  weights from {weights.min():.3f} to {weights.max():.3f}")
@@ -99,9 +106,9 @@ for sentence in SENTENCES:
 # The pictures are almost flat. In a sentence of n words every weight is close to 1/n
 # (about 0.11 for nine words, 0.17 for six), within 10% of it. The largest weight in
 # each row is the word's own, on the diagonal, but only just: no word picks out its
-# context yet. That is expected: these vectors have lengths near 1, so after dividing
-# by sqrt(384), about 19.6, all the scores are small and close together, and softmax of
-# nearly equal scores is nearly uniform. Episode 2, "Where Q, K and V come from", gives
+# context yet. That is expected: these vectors have lengths between 0.9 and 1.4, so
+# after dividing by sqrt(384), about 19.6, every score is between -0.01 and 0.1, and
+# softmax of nearly equal scores is nearly uniform. Episode 2, "Where Q, K and V come from", gives
 # the queries and keys their own learned projections, and that is what lets a word put
 # most of its attention on the words that matter to it.
 
@@ -111,13 +118,18 @@ for sentence, weights in bank_weights.items():
     assert np.allclose(weights.sum(axis=1), 1), "rows add up to 1"
     assert np.all(np.abs(weights * n - 1) < 0.10), f"{sentence!r}: a weight is 10% off 1/n"
     assert np.all(weights.argmax(axis=1) == np.arange(n)), f"{sentence!r}: own weight not max"
+print(f"vector lengths from {min(lengths):.2f} to {max(lengths):.2f}")
+print(f"scaled scores from {min(scores):.3f} to {max(scores):.3f}")
+assert 0.9 < min(lengths) < max(lengths) < 1.4, "lengths between 0.9 and 1.4"
+assert -0.01 < min(scores) < max(scores) < 0.1, "scaled scores between -0.01 and 0.1"
+assert round(np.sqrt(384), 1) == 19.6
 print("Checked: every weight within 10% of 1/n, and each row's largest is its own word.")
 
 # %% [markdown]
 # ## The same sentence without the scaling
 #
 # For contrast, here is "the blood bank needs more donors" with the division left out:
-# `softmax(x @ x.T)`. The scores are now about 20 times larger, so their differences
+# `softmax(x @ x.T)`. The scores are now 19.6 times larger, so their differences
 # matter. A vector's score with itself is its squared length, larger than its score
 # with the other words, so the diagonal stands out: each word gives itself between
 # about 0.3 and 0.5 of its attention, and the rest share what is left.
@@ -224,21 +236,33 @@ assert all(a[4] > b[4] for a, b in itertools.pairwise(doubling)), "unscaled entr
 print("Checked: scaled stays flat; unscaled goes to one key as d grows.")
 
 # %% [markdown]
-# The same numbers as pictures. The horizontal axis doubles d at every tick.
+# The same numbers as pictures. The horizontal axis doubles d at every tick, and a
+# vertical line marks d = 768.
 
 # %%
 ds = np.array(SIZES)
 max_scaled, max_raw = [np.array([r[i] for r in rows]) for i in (2, 3)]
 ent_scaled, ent_raw = [np.array([r[i] for r in rows]) for i in (4, 5)]
-lines = {"marker": "o", "markersize": 4}
+scaled_style = {"c": "#0072b2", "marker": "o", "markersize": 4}  # blue, circles
+unscaled_style = {"c": "#d55e00", "marker": "s", "markersize": 4}  # orange, squares
+powers = [d for d in SIZES if d & (d - 1) == 0]
+
+
+def size_axis(ax):
+    """Doubling x axis labelled 8, 16, ..., 4096, and a mark at d = 768."""
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(powers, [str(d) for d in powers], fontsize=8)
+    ax.minorticks_off()
+    ax.axvline(768, c="gray", lw=1, ls="-.", label="d = 768 (BERT-base, GPT-2 small)")
+    ax.set_xlabel("vector size d (doubling at each tick)")
+
 
 fig, ax = plt.subplots(figsize=(6, 4))
-ax.plot(ds, max_scaled, label="scaled: softmax(q @ k.T / sqrt(d))", c="#0072b2", **lines)
-ax.plot(ds, max_raw, label="unscaled: softmax(q @ k.T)", c="#d55e00", ls="--", **lines)
+ax.plot(ds, max_scaled, label="scaled: softmax(q @ k.T / sqrt(d))", **scaled_style)
+ax.plot(ds, max_raw, label="unscaled: softmax(q @ k.T)", **unscaled_style)
 ax.axhline(1 / N_KEYS, c="gray", lw=1, ls=":", label="0.1: spread evenly over 10 keys")
-ax.set_xscale("log", base=2)
+size_axis(ax)
 ax.set_ylim(0, 1.02)
-ax.set_xlabel("vector size d")
 ax.set_ylabel("largest weight in a row (average)")
 ax.set_title("How much goes to the top key")
 ax.legend(loc="center right", fontsize=8)
@@ -248,16 +272,16 @@ show(
     "Line chart of the average largest attention weight against vector size d, from 8 "
     f"to 4096 on a doubling scale, with {N_KEYS} random keys per query. Scaled, the line "
     f"stays flat near {max_scaled.mean():.2f}. Unscaled, it climbs from {max_raw[0]:.2f} "
-    f"at d = 8 to {max_raw[-1]:.2f} at d = 4096: nearly all the weight goes to one key.",
+    f"at d = 8 to {table[768][2]:.2f} at d = 768 and {max_raw[-1]:.2f} at d = 4096: nearly "
+    "all the weight goes to one key.",
 )
 
 fig, ax = plt.subplots(figsize=(6, 4))
-ax.plot(ds, ent_scaled, label="scaled", c="#0072b2", **lines)
-ax.plot(ds, ent_raw, label="unscaled", c="#d55e00", ls="--", **lines)
+ax.plot(ds, ent_scaled, label="scaled", **scaled_style)
+ax.plot(ds, ent_raw, label="unscaled", **unscaled_style)
 ax.axhline(np.log(N_KEYS), c="gray", lw=1, ls="--", label="ln(10): most spread out")
-ax.set_xscale("log", base=2)
+size_axis(ax)
 ax.set_ylim(0, 2.5)
-ax.set_xlabel("vector size d")
 ax.set_ylabel("entropy of a row, in nats (average)")
 ax.set_title("How spread out the weights are")
 ax.legend(loc="center right", fontsize=8)
@@ -273,5 +297,5 @@ show(
 
 # %% [markdown]
 # That is the whole reason for the division: without it, bigger vectors would make
-# attention look at one word only, and (as the episode shows) a softmax that sure of
-# itself barely changes when its scores change, so it barely learns.
+# attention look at one word only. The episode shows why that is bad for learning: a
+# softmax that sure of itself barely changes when its scores change, so it barely learns.
