@@ -6,12 +6,12 @@ step of the arithmetic is in plain view. The functions never change their
 arguments; each returns a new list of lists.
 
 The same operations, vectorised with NumPy and working on batches, are
-:func:`opbyop.softmax`, :func:`opbyop.attention_weights` and
-:func:`opbyop.attention`.
+`opbyop.softmax`, `opbyop.attention_weights` and
+`opbyop.attention`.
 
 References
 ----------
-.. [1] A. Vaswani et al., "Attention Is All You Need", NeurIPS 2017,
+1. A. Vaswani et al., "Attention Is All You Need", NeurIPS 2017,
    section 3.2.1, "Scaled Dot-Product Attention".
 """
 

@@ -4,7 +4,7 @@ Each word is the raw row of the model's word-embedding matrix
 (``embeddings.word_embeddings.weight``): 384 float32 numbers, before any
 position or token-type embedding is added, before any LayerNorm, and without
 the special ``[CLS]``/``[SEP]`` tokens. A few hundred words are shipped with the
-library (see :func:`vocabulary`); ``tools/extract_word_vectors.py`` regenerates
+library (see `vocabulary`); ``tools/extract_word_vectors.py`` regenerates
 them from the model.
 
 The model is sentence-transformers/all-MiniLM-L6-v2, released under the
@@ -12,10 +12,10 @@ Apache License 2.0 (see ``NOTICE``).
 
 References
 ----------
-.. [1] N. Reimers and I. Gurevych, "Sentence-BERT: Sentence Embeddings using
+1. N. Reimers and I. Gurevych, "Sentence-BERT: Sentence Embeddings using
    Siamese BERT-Networks", EMNLP 2019. Model card:
    https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2
-.. [2] W. Wang et al., "MiniLM: Deep Self-Attention Distillation for
+2. W. Wang et al., "MiniLM: Deep Self-Attention Distillation for
    Task-Agnostic Compression of Pre-Trained Transformers", NeurIPS 2020.
 """
 
@@ -47,7 +47,7 @@ def _excerpt() -> tuple[tuple[str, ...], dict[str, int], NDArray[np.float32]]:
 
 
 def vocabulary() -> list[str]:
-    """The words :func:`word_vectors` knows, sorted.
+    """The words `word_vectors` knows, sorted.
 
     Returns
     -------
@@ -85,7 +85,7 @@ def word_vectors(words: str | Sequence[str]) -> NDArray[np.float32]:
     TypeError
         If `words` is neither a string nor a sequence of strings.
     ValueError
-        If `words` has no word, or a word is not in :func:`vocabulary`.
+        If `words` has no word, or a word is not in `vocabulary`.
 
     Examples
     --------
