@@ -28,11 +28,17 @@ References
 from __future__ import annotations
 
 import math
+import os
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
+from functools import cache
 from numbers import Real
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from threadpoolctl import ThreadpoolController
 
 __all__ = ["attention", "attention_weights", "softmax"]
 
@@ -83,6 +89,10 @@ def attention_weights(
     The first episode's four operations at once: compare every query with
     every key (``@`` with `k` transposed), scale, then softmax each row.
 
+    Use it to look at the weights: to print, plot or test them. It holds all
+    ``n_q x n_k`` of them (1 GiB of float32 at n = 16384), so to compute
+    attention itself use `attention`, which never does and is faster.
+
     Parameters
     ----------
     q : array_like, shape (..., n_q, d_k)
@@ -124,6 +134,16 @@ def attention(
     ``attention_weights(q, k) @ v``, as ``torch.nn.functional.scaled_dot_product_attention``
     computes it without a mask or dropout.
 
+    Use it for the result; use `attention_weights` to look at the weights. It
+    goes through the queries a block of rows at a time, so it never holds all
+    ``n_q x n_k`` weights: memory grows with n, not n squared. Large inputs
+    are split over the CPU cores, with BLAS held to one thread per core for the
+    duration of the call (process-wide: BLAS has no per-thread setting).
+    Each block's weights are left unnormalised (at most 1, the largest exactly
+    1) and the ``(n_q, d_v)`` result is divided by their sums: values within a
+    factor n_k of the dtype's largest number can then overflow to ``inf``,
+    where PyTorch still returns them (values that large are no real model's).
+
     Parameters
     ----------
     q : array_like, shape (..., n_q, d_k)
@@ -154,21 +174,30 @@ def attention(
     """
     q, k, v = _checked(q=q, k=k, v=v)
     scale = _scale(scale, d_k=q.shape[-1])
-    (q, k, v), out_dtype = _cast(q, k, v)
-    weights = attention_weights(q, k, scale=scale)  # float32 or wider, even for float16
-    with np.errstate(over="ignore", invalid="ignore"):  # sums past the dtype's range: inf, nan
-        return (weights @ v).astype(out_dtype, copy=False)
+    (q, k, v), out_dtype = _cast(q, k, v)  # float32 or wider, even for float16
+    return _blocked_attention(q, k, v, scale).astype(out_dtype, copy=False)
 
 
 def _softmax(x: FloatArray, axis: int) -> FloatArray:
     """Softmax of a float array along `axis`, computed in place in `x`."""
+    sums = _exp_minus_max(x, axis)
+    with np.errstate(invalid="ignore"):  # a nan row stays nan
+        x /= sums
+    return x
+
+
+def _exp_minus_max(x: FloatArray, axis: int) -> FloatArray:
+    """``exp(x - max(x))`` in place in `x` along `axis`; returns the sums along `axis`.
+
+    The unnormalised softmax: dividing by the sums is left to the caller, who
+    may divide something smaller than `x`.
+    """
     # An empty row has no maximum: `initial` makes it -inf (and the row stays empty).
     biggest = x.max(axis=axis, keepdims=True, initial=-np.inf)
     with np.errstate(over="ignore", invalid="ignore"):  # inf - inf is nan, as in PyTorch
         x -= biggest  # now at most 0, so exp(x) is at most 1
         np.exp(x, out=x)
-        x /= x.sum(axis=axis, keepdims=True)
-    return x
+    return x.sum(axis=axis, keepdims=True)
 
 
 def _checked(**arrays: ArrayLike) -> list[NDArray[Any]]:
@@ -241,3 +270,132 @@ def _scale(scale: float | None, d_k: int) -> float:
     if isinstance(scale, bool) or not isinstance(scale, Real):
         raise TypeError(f"scale must be a real number or None, got {scale!r}")
     return float(scale)
+
+
+# ---------------------------------------------------------------- blocked attention
+#
+# softmax(q @ k.T) is an n_q x n_k matrix: 1 GiB of float32 at n = 16384. Its
+# arithmetic is cheap (one subtraction and one exp per score); what costs is
+# reading and writing it, once per pass over it. So attention goes through the
+# queries a block of rows at a time: a block's scores fit in the core's cache,
+# every pass over them stays there, and memory holds one block per thread.
+
+# A block's scores take about this many bytes: half a core's 2 MiB L2 cache.
+_BLOCK_BYTES = 2**20
+# Fewer rows per block would read all of k and v again for too little work.
+_MIN_BLOCK_ROWS = 32
+# Below this many scores in all (512 x 512), starting threads costs more than it saves.
+_THREADS_FROM = 512 * 512 + 1
+
+
+def _blocked_attention(
+    q: FloatArray,
+    k: FloatArray,
+    v: FloatArray,
+    scale: float,
+    *,
+    block_rows: int | None = None,
+    workers: int | None = None,
+) -> FloatArray:  # [..., n_q, d_k], [..., n_k, d_k], [..., n_k, d_v] -> [..., n_q, d_v]
+    """``softmax(q @ k.T * scale) @ v`` a block of query rows at a time, never all scores.
+
+    `q`, `k` and `v` are float arrays of one dtype whose shapes fit. The keyword
+    arguments, for tests, set the query rows per block and the number of threads.
+    """
+    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    n_q, n_k, d_v = q.shape[-2], k.shape[-2], v.shape[-1]
+    out = np.zeros((math.prod(batch), n_q, d_v), dtype=q.dtype)
+    if n_k == 0 or out.size == 0:  # no keys: zeros, as in PyTorch
+        return out.reshape(*batch, n_q, d_v)
+    with np.errstate(over="ignore", invalid="ignore"):  # too-big scores: inf, as in PyTorch
+        q = q * scale  # scale the n_q x d_k queries rather than the n_q x n_k scores
+    q, k, v = (_flat_batch(x, batch) for x in (q, k, v))  # [b, n, d]: one loop over blocks
+    rows = block_rows or max(_BLOCK_BYTES // (q.itemsize * n_k), _MIN_BLOCK_ROWS)
+    blocks = _blocks(out.shape[0], n_q, rows)
+    if workers is None:
+        workers = _workers() if out.shape[0] * n_q * n_k >= _THREADS_FROM else 1
+    _run_blocks(q, k, v, out, blocks, min(workers, len(blocks)))
+    return out.reshape(*batch, n_q, d_v)
+
+
+def _flat_batch(x: FloatArray, batch: tuple[int, ...]) -> FloatArray:  # [..., n, d] -> [b, n, d]
+    """`x` broadcast to the batch shape and flattened to one batch dimension."""
+    # A view when x already has the full batch shape; a copy of x (not of any scores) if not.
+    return np.broadcast_to(x, (*batch, *x.shape[-2:])).reshape(math.prod(batch), *x.shape[-2:])
+
+
+Block = tuple[slice, slice]  # (batch entries, query rows)
+
+
+def _blocks(n_batch: int, n_q: int, rows: int) -> list[Block]:
+    """Split the batch and the query rows into blocks of about `rows` query rows."""
+    if rows < n_q:  # several blocks per batch entry
+        return [
+            (slice(b, b + 1), slice(r, r + rows))
+            for b in range(n_batch)
+            for r in range(0, n_q, rows)
+        ]
+    entries = max(rows // n_q, 1)  # small matrices: several batch entries per block
+    return [(slice(b, b + entries), slice(0, n_q)) for b in range(0, n_batch, entries)]
+
+
+def _run_blocks(
+    q: FloatArray, k: FloatArray, v: FloatArray, out: FloatArray, blocks: list[Block], workers: int
+) -> None:
+    """Compute every block of `out`, with `workers` threads taking blocks as they finish."""
+    todo = deque(blocks)
+
+    def work() -> None:
+        scores = np.empty(max(_block_size(block, k.shape[1]) for block in blocks), dtype=q.dtype)
+        with np.errstate(over="ignore", invalid="ignore"):  # errstate is per thread
+            while todo:
+                try:
+                    entries, rows = todo.popleft()  # atomic: two threads never take one block
+                except IndexError:  # the other thread took the last block
+                    return
+                _attend(q[entries, rows], k[entries], v[entries], out[entries, rows], scores)
+
+    if workers == 1:
+        work()
+        return
+    # NumPy releases the GIL in matrix products and ufuncs, so threads run on
+    # separate cores; BLAS gets one thread each, or its own threads would fight ours.
+    with _blas_threads(1), ThreadPoolExecutor(workers) as pool:
+        for done in [pool.submit(work) for _ in range(workers)]:
+            done.result()  # re-raises a worker's exception here
+
+
+def _block_size(block: Block, n_k: int) -> int:
+    """How many scores a block has."""
+    entries, rows = block
+    return (entries.stop - entries.start) * (rows.stop - rows.start) * n_k
+
+
+def _attend(
+    q: FloatArray, k: FloatArray, v: FloatArray, out: FloatArray, buffer: FloatArray
+) -> None:  # [b, r, d_k], [b, n_k, d_k], [b, n_k, d_v] -> out [b, r, d_v]
+    """One block of attention, into `out`, with `buffer` holding the block's scores."""
+    b, r, n_k = q.shape[0], q.shape[1], k.shape[1]
+    scores = buffer[: b * r * n_k].reshape(b, r, n_k)
+    np.matmul(q, np.swapaxes(k, -1, -2), out=scores)  # q is already scaled
+    sums = _exp_minus_max(scores, axis=-1)  # softmax but for the division...
+    np.matmul(scores, v, out=out)
+    out /= sums  # ...done on r x d_v outputs instead of r x n_k weights
+
+
+def _workers() -> int:
+    """How many cores this process may use."""
+    if hasattr(os, "sched_getaffinity"):  # Linux: the cores we are allowed on
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+@cache
+def _blas_controller() -> ThreadpoolController:
+    """The BLAS libraries loaded with NumPy; looking them up takes a while, so once."""
+    return ThreadpoolController()
+
+
+def _blas_threads(n: int) -> AbstractContextManager[object]:
+    """Hold BLAS to `n` threads inside a ``with`` block (process-wide, as BLAS has no other way)."""
+    return _blas_controller().limit(limits=n, user_api="blas")
