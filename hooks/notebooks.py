@@ -7,11 +7,26 @@ files; mkdocs-jupyter executes and renders them. This hook adds:
   jupytext, and a download link at the top of the page;
 * removal of the scripts nbconvert's template loads from the network
   (MathJax, and Mermaid through an inline import): notebook markdown holds
-  no LaTeX and no diagrams, so nothing needs them.
+  no LaTeX and no diagrams, so nothing needs them;
+* ``tabindex="0"`` on each code cell's scrolling box, so keyboard users can
+  scroll a long line (axe: scrollable-region-focusable), as Material does for
+  its own code blocks;
+* a check that every figure has alt text. nbconvert writes a matplotlib figure
+  as ``<img src="data:image/png...">`` with no ``alt`` and has no way to carry
+  one, so a notebook shows its figures itself, with the description a screen
+  reader reads out::
+
+      display(HTML(f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}">'))
+
+  An ``<img>`` on a notebook page without a non-empty ``alt`` is a warning, so
+  ``mkdocs build --strict`` (and the test suite) fails and names the page.
+  Figures are drawn for a white page; give them a white background
+  (``savefig(..., facecolor="white")``) so they stay readable in the dark theme.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import PurePosixPath
 from typing import Any
@@ -20,6 +35,8 @@ import jupytext
 from mkdocs.structure.files import File, Files
 from mkdocs.utils import get_relative_url
 
+log = logging.getLogger("mkdocs.hooks.notebooks")
+
 NOTEBOOKS = "notebooks/"
 # A script loaded from elsewhere, or an inline one that imports from elsewhere.
 REMOTE_SCRIPT = re.compile(
@@ -27,6 +44,9 @@ REMOTE_SCRIPT = re.compile(
     r"|<script\b[^>]*>(?:(?!</script>).)*?\bimport\(\s*[\"'](?:https?:)?//(?:(?!</script>).)*</script>",
     re.DOTALL,
 )
+SCROLLING_CODE = re.compile(r'<div class="highlight-ipynb\b')
+IMG = re.compile(r"<img\b[^>]*>", re.IGNORECASE)
+ALT = re.compile(r"""\balt\s*=\s*(?:"\s*[^"\s][^"]*"|'\s*[^'\s][^']*'|[^\s"'>]+)""", re.IGNORECASE)
 
 
 def is_notebook(src_uri: str) -> bool:
@@ -46,9 +66,21 @@ def on_files(files: Files, config: Any) -> Files:
     return files
 
 
+def images_without_alt(html_text: str) -> list[str]:
+    """The start of every <img> tag in ``html_text`` that has no non-empty alt text."""
+    return [tag[:80] for tag in IMG.findall(html_text) if not ALT.search(tag)]
+
+
 def on_page_content(html_text: str, page: Any, **_: Any) -> str:
     if not is_notebook(page.file.src_uri):
         return html_text
+    for tag in images_without_alt(html_text):
+        log.warning(
+            "%s: a figure has no alt text (%s...); display it as "
+            '<img alt="..."> through IPython.display.HTML, see hooks/notebooks.py',
+            page.file.src_path,
+            tag,
+        )
     name = PurePosixPath(ipynb_uri(page.file.src_uri)).name
     href = get_relative_url(ipynb_uri(page.file.src_uri), page.url)
     link = (
@@ -56,4 +88,5 @@ def on_page_content(html_text: str, page: Any, **_: Any) -> str:
         f"Download this notebook ({name})</a>, or run it with "
         f"<code>jupyter lab</code> after <code>pip install -e .</code>.</p>\n"
     )
+    html_text = SCROLLING_CODE.sub('<div tabindex="0" class="highlight-ipynb', html_text)
     return link + REMOTE_SCRIPT.sub("", html_text)

@@ -1,0 +1,625 @@
+"""The built site as readers get it, in a real browser (Chromium through Playwright).
+
+The site is built once (the session's ``built_site``), served on 127.0.0.1 under
+the path of ``site_url`` as GitHub Pages serves it (``404.html`` for a missing
+page), and every page of the nav is opened in the light and the dark theme. Each
+visit records every request, console message and page error, runs axe-core, and
+writes a screenshot (desktop and a 390 px phone); the tests then assert on those
+records, so each page is loaded once per theme however many checks it has.
+
+Environment:
+
+* ``OPBYOP_CHROMIUM``: the browser to drive, ``/usr/bin/chromium`` by default
+  (Debian's package). Empty or ``bundled``: Playwright's own download, for
+  hosted CI where ``python -m playwright install chromium`` works.
+* ``OPBYOP_REQUIRE_BROWSER=1``: a missing browser fails instead of skipping
+  (``.ci/run`` and the GitHub workflow set it).
+* ``OPBYOP_SCREENSHOTS``: where screenshots go, ``screenshots/`` by default.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import re
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import pytest
+import yaml  # type: ignore[import-untyped]
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
+from playwright.sync_api import Error as PlaywrightError
+from site_build import ROOT
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = os.environ.get("OPBYOP_CHROMIUM", "/usr/bin/chromium")
+BUNDLED = CHROMIUM.strip() in ("", "bundled")
+REQUIRE_BROWSER = os.environ.get("OPBYOP_REQUIRE_BROWSER") == "1"
+# Headless, and none of Chromium's own traffic (updates, sync, field trials):
+# without these it calls Google, which these machines refuse.
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOTS = Path(os.environ.get("OPBYOP_SCREENSHOTS", ROOT / "screenshots"))
+THEMES = {"light": "default", "dark": "slate"}  # color scheme -> Material's scheme
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+FIRST_EPISODE = "episodes/01-attention-is-four-operations/"
+MAX_EPISODE_BYTES = 1_500_000
+SERIOUS = ("critical", "serious")
+
+# LaTeX a reader should never see: \( \[ delimiters, common commands, $...$.
+RAW_LATEX = re.compile(
+    r"\\[(\[\])]|\\(?:frac|sqrt|sum|text|cdot|top|mathrm|operatorname|left|right)\b"
+    r"|\$\$|\$[^$\s][^$\n]*\$"
+)
+SOURCE_MATH = re.compile(r"\$[^$\n]+\$|\\\(|\\\[")
+
+
+# ---------------------------------------------------------------- the nav
+
+
+def _load_config() -> dict[str, Any]:
+    class Loader(yaml.SafeLoader):
+        """mkdocs.yml with its !relative and !ENV tags read as plain values."""
+
+    Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
+    with (ROOT / "mkdocs.yml").open(encoding="utf-8") as stream:
+        config: dict[str, Any] = yaml.load(stream, Loader=Loader)
+    return config
+
+
+def _nav_sources(entries: list[Any]) -> Iterator[str]:
+    for entry in entries:
+        value = next(iter(entry.values())) if isinstance(entry, dict) else entry
+        if isinstance(value, list):
+            yield from _nav_sources(value)
+        elif not re.match(r"[a-z]+://", value):
+            yield value
+
+
+def page_url(source: str) -> str:
+    """The URL path (relative to the site root) MkDocs gives a docs source file."""
+    path = PurePosixPath(source).with_suffix("")
+    if path.name in ("index", "README"):
+        return "" if str(path.parent) == "." else f"{path.parent}/"
+    return f"{path}/"
+
+
+CONFIG = _load_config()
+NAV = {page_url(source): source for source in _nav_sources(CONFIG["nav"])}
+SITE_PATH = urlsplit(CONFIG["site_url"]).path.rstrip("/") + "/"  # "/opbyop/"
+
+
+def page_id(url: str) -> str:
+    return url.strip("/").replace("/", "-") or "home"
+
+
+# ---------------------------------------------------------------- the server
+
+
+class SiteHandler(http.server.SimpleHTTPRequestHandler):
+    """The built site under SITE_PATH, and 404.html with status 404 for anything missing."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def translate_path(self, path: str) -> str:
+        request = unquote(urlsplit(path).path)
+        if not request.startswith(SITE_PATH):
+            return str(Path(self.directory) / "missing" / "missing")
+        return super().translate_path("/" + request.removeprefix(SITE_PATH))
+
+    def send_head(self) -> Any:
+        path = Path(self.translate_path(self.path))
+        if path.is_dir() and self.path.split("?")[0].endswith("/"):
+            path = path / "index.html"
+        if path.is_file() or path.is_dir():
+            return super().send_head()
+        body = (Path(self.directory) / "404.html").read_bytes()
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        return None
+
+
+@pytest.fixture(scope="session")
+def base_url(built_site: Path) -> Iterator[str]:
+    """The built site served on 127.0.0.1 (free port) under the path of ``site_url``."""
+    handler = functools.partial(SiteHandler, directory=str(built_site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}{SITE_PATH}"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+# ---------------------------------------------------------------- the browser
+
+
+def _no_browser(reason: str) -> None:
+    message = (
+        f"{reason}. The browser tests need Chromium: install it (Debian/Ubuntu: "
+        "apt-get install chromium) or point OPBYOP_CHROMIUM at one "
+        "(OPBYOP_CHROMIUM=bundled uses Playwright's download)."
+    )
+    if REQUIRE_BROWSER:
+        pytest.fail(f"OPBYOP_REQUIRE_BROWSER=1 and {message}", pytrace=False)
+    pytest.skip(f"browser tests skipped: {message}")
+
+
+@pytest.fixture(scope="session")
+def playwright() -> Iterator[Playwright]:
+    with sync_playwright() as driver:
+        yield driver
+
+
+@pytest.fixture(scope="session")
+def browser(playwright: Playwright) -> Iterator[Browser]:
+    """One Chromium for the whole session, or a skip (a failure in CI) without one."""
+    if not BUNDLED and not Path(CHROMIUM).is_file():
+        _no_browser(f"no Chromium at {CHROMIUM}")
+    try:
+        if BUNDLED:
+            launched = playwright.chromium.launch(args=CHROMIUM_FLAGS)
+        else:
+            launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+    except PlaywrightError as error:
+        _no_browser(f"Chromium at {CHROMIUM or 'bundled'} did not start ({error.message})")
+    yield launched
+    launched.close()
+
+
+# ---------------------------------------------------------------- the report
+
+
+class Report:
+    """Lines printed in pytest's terminal summary: page weights, screenshots, notes."""
+
+    def __init__(self) -> None:
+        self.sections: dict[str, list[str]] = {}
+
+    def add(self, section: str, line: str) -> None:
+        self.sections.setdefault(section, []).append(line)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for section, lines in self.sections.items():
+            terminalreporter.write_sep("-", section)
+            for line in sorted(set(lines)):
+                terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="session")
+def report(pytestconfig: pytest.Config) -> Report:
+    plugin = Report()
+    pytestconfig.pluginmanager.register(plugin, "opbyop-browser-report")
+    return plugin
+
+
+@pytest.fixture(scope="session")
+def screenshots(report: Report) -> Path:
+    """A fresh screenshot folder, named in the test output."""
+    if SCREENSHOTS.is_dir():
+        for old in SCREENSHOTS.glob("*.png"):
+            old.unlink()
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    report.add("screenshots", f"light and dark, desktop and phone: {SCREENSHOTS}")
+    return SCREENSHOTS
+
+
+# ---------------------------------------------------------------- visits
+
+
+@dataclass
+class Visit:
+    """What one page did when opened in one theme."""
+
+    url: str
+    theme: str
+    requests: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+    transfer_bytes: int = 0
+    scheme: str | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
+    violations: list[dict[str, Any]] = field(default_factory=list)
+    copies: list[tuple[str, str]] = field(default_factory=list)  # (clipboard, block text)
+    phone_overflow: int = 0
+
+    def offsite(self, origin: str) -> list[str]:
+        local = ("data:", "blob:", "about:", origin)
+        return [url for url in self.requests if not url.startswith(local)]
+
+
+def origin_of(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}/"
+
+
+def new_context(browser: Browser, base_url: str, theme: str, viewport: dict[str, int]) -> Any:
+    """A fresh context (cold cache, empty storage) that cannot reach past 127.0.0.1."""
+    context = browser.new_context(
+        color_scheme="dark" if theme == "dark" else "light",
+        viewport=viewport,  # type: ignore[arg-type]
+        device_scale_factor=1,
+        is_mobile=viewport == PHONE,
+        has_touch=viewport == PHONE,
+        service_workers="block",
+    )
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=origin_of(base_url))
+    origin = origin_of(base_url)
+    context.route(lambda url: not url.startswith(origin), lambda route: route.abort())
+    return context
+
+
+def record(page: Page, visit: Visit) -> None:
+    page.on("request", lambda request: visit.requests.append(request.url))
+    page.on(
+        "requestfailed",
+        lambda request: visit.failed.append(f"{request.url} ({request.failure})"),
+    )
+    page.on(
+        "response",
+        lambda response: (
+            visit.failed.append(f"{response.url} (HTTP {response.status})")
+            if response.status >= 400
+            else None
+        ),
+    )
+    page.on(
+        "console",
+        lambda message: (
+            visit.console_errors.append(message.text) if message.type == "error" else None
+        ),
+    )
+    page.on("pageerror", lambda error: visit.console_errors.append(f"page error: {error}"))
+
+
+# Everything the checks need from the page, in one round trip.
+PAGE_FACTS = """async () => {
+  const article = document.querySelector("article") || document.body;
+  const skip = "pre, code, math, script, style, kbd, samp, textarea, .jp-InputArea";
+  const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+  const prose = [];
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (!node.parentElement.closest(skip)) prose.push(node.textContent);
+  }
+  const images = [...document.querySelectorAll("img")];
+  await Promise.all(images.map((img) => {
+    img.loading = "eager";
+    return img.decode().catch(() => null);
+  }));
+  const background = (element) => {
+    for (let e = element; e; e = e.parentElement) {
+      const [r, g, b, a] = (getComputedStyle(e).backgroundColor.match(/[\\d.]+/g) || [])
+        .map(Number);
+      if (a === undefined || a > 0.5) return [r, g, b];
+    }
+    return [255, 255, 255];
+  };
+  const luminance = ([r, g, b]) => {
+    const c = [r, g, b].map((v) => {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
+  };
+  // What a figure shows around its content: its border pixels laid over what is
+  // behind the <img> (its own background, its card, or the page).
+  const figureBackground = (img) => {
+    const canvas = document.createElement("canvas");
+    canvas.width = img.naturalWidth;
+    canvas.height = img.naturalHeight;
+    const context = canvas.getContext("2d");
+    context.drawImage(img, 0, 0);
+    const { data } = context.getImageData(0, 0, canvas.width, canvas.height);
+    const behind = background(img);
+    let sum = 0, count = 0;
+    const add = (x, y) => {
+      const i = 4 * (y * canvas.width + x), a = data[i + 3] / 255;
+      sum += luminance([0, 1, 2].map((k) => a * data[i + k] + (1 - a) * behind[k]));
+      count += 1;
+    };
+    for (let x = 0; x < canvas.width; x++) { add(x, 0); add(x, canvas.height - 1); }
+    for (let y = 0; y < canvas.height; y++) { add(0, y); add(canvas.width - 1, y); }
+    return count ? sum / count : 0;
+  };
+  const figure = (img) => img.closest(".jp-OutputArea, figure") !== null
+    || img.src.startsWith("data:");
+  return {
+    prose: prose.join(" "),
+    math: [...article.querySelectorAll("math")].map((m) => m.getBoundingClientRect().width),
+    mathErrors: article.querySelectorAll("merror").length,
+    images: images.map((img) => ({
+      src: img.src.slice(0, 60),
+      loaded: img.complete && img.naturalWidth > 0,
+      alt: (img.getAttribute("alt") || "").trim(),
+      figure: figure(img),
+      background: img.complete && img.naturalWidth > 0 && figure(img)
+        ? figureBackground(img) : null,
+    })),
+    repo: [...document.querySelectorAll("a.md-source")].map((a) => ({
+      href: a.href, component: a.getAttribute("data-md-component"),
+    })),
+    edit: [...document.querySelectorAll("a[rel=edit]")].map((a) => a.href),
+    title: document.title,
+    h1: (document.querySelector("article h1") || {}).textContent || "",
+    styled: getComputedStyle(document.querySelector(".md-header") || document.body)
+      .position !== "static",
+  };
+}"""
+
+# Show a code block wherever it sits (closed <details>, an inactive tab).
+REVEAL = """(button) => {
+  for (let e = button; e; e = e.parentElement) {
+    if (e.tagName === "DETAILS") e.open = true;
+    if (e.classList.contains("tabbed-block")) {
+      const blocks = [...e.parentElement.children];
+      const set = e.closest(".tabbed-set");
+      set.querySelectorAll(":scope > input")[blocks.indexOf(e)].checked = true;
+    }
+  }
+  button.scrollIntoView({ block: "center" });
+}"""
+
+
+def copy_every_block(page: Page) -> list[tuple[str, str]]:
+    """Click each code block's copy button; (clipboard, the block's text) per block."""
+    copies = []
+    buttons = page.locator("button.md-code__button[data-md-type=copy]")
+    for index in range(buttons.count()):
+        button = buttons.nth(index)
+        button.evaluate(REVEAL)
+        target = button.get_attribute("data-clipboard-target") or ""
+        expected = page.evaluate(
+            "(selector) => document.querySelector(selector).textContent", target
+        )
+        page.evaluate("navigator.clipboard.writeText('')")
+        button.click()
+        copied = page.evaluate("navigator.clipboard.readText()")
+        copies.append((copied, expected.removesuffix("\n")))
+    return copies
+
+
+VisitFn = Callable[[str, str], Visit]
+
+
+@pytest.fixture(scope="session")
+def visit(browser: Browser, base_url: str, screenshots: Path, report: Report) -> Iterator[VisitFn]:
+    """Open a nav page in a theme once, record everything, and reuse the record."""
+    visits: dict[tuple[str, str], Visit] = {}
+    phones: dict[str, BrowserContext] = {}
+
+    def open_page(url: str, theme: str) -> Visit:
+        if (url, theme) in visits:
+            return visits[(url, theme)]
+        result = Visit(url, theme)
+        context = new_context(browser, base_url, theme, DESKTOP)
+        try:
+            page = context.new_page()
+            record(page, result)
+            sizes: list[int] = []
+            page.on(
+                "requestfinished",
+                lambda request: sizes.append(
+                    sum(request.sizes()[key] for key in ("responseBodySize", "responseHeadersSize"))
+                ),
+            )
+            page.goto(base_url + url, wait_until="networkidle")
+            result.scheme = page.get_attribute("body", "data-md-color-scheme")
+            result.facts = page.evaluate(PAGE_FACTS)
+            result.violations = Axe().run(page).response["violations"]
+            page.screenshot(
+                path=screenshots / f"{page_id(url)}-{theme}-desktop.png", full_page=True
+            )
+            if theme == "light":
+                result.copies = copy_every_block(page)
+            result.transfer_bytes = sum(sizes)
+        finally:
+            context.close()
+        if theme not in phones:
+            phones[theme] = new_context(browser, base_url, theme, PHONE)
+        phone = phones[theme].new_page()
+        phone.goto(base_url + url, wait_until="load")
+        result.phone_overflow = phone.evaluate(
+            "document.scrollingElement.scrollWidth - window.innerWidth"
+        )
+        phone.screenshot(path=screenshots / f"{page_id(url)}-{theme}-phone.png", full_page=True)
+        phone.close()
+        for violation in result.violations:
+            if violation["impact"] not in SERIOUS:
+                report.add(
+                    "axe: moderate and minor findings (not failures)",
+                    f"{violation['impact']} {violation['id']} on /{url} ({theme})",
+                )
+        visits[(url, theme)] = result
+        return result
+
+    yield open_page
+    for context in phones.values():
+        context.close()
+
+
+PAGES = [pytest.param(url, id=page_id(url)) for url in NAV]
+PAGES_THEMES = [
+    pytest.param(url, theme, id=f"{page_id(url)}-{theme}") for url in NAV for theme in THEMES
+]
+
+
+# ---------------------------------------------------------------- the tests
+
+
+def test_sitemap_lists_exactly_the_nav(built_site: Path) -> None:
+    """The nav the tests walk is every page the site has."""
+    sitemap = (built_site / "sitemap.xml").read_text(encoding="utf-8")
+    urls = {
+        loc.removeprefix(CONFIG["site_url"]) for loc in re.findall(r"<loc>(.*?)</loc>", sitemap)
+    }
+    assert urls == set(NAV), "pages built but not in the nav, or the other way round"
+
+
+@pytest.mark.parametrize(("url", "theme"), PAGES_THEMES)
+def test_page_loads_cleanly(visit: VisitFn, base_url: str, url: str, theme: str) -> None:
+    page = visit(url, theme)
+    assert not page.failed, f"failed requests: {page.failed}"
+    assert not page.console_errors, f"console errors: {page.console_errors}"
+    offsite = page.offsite(origin_of(base_url))
+    assert not offsite, f"requests that left 127.0.0.1: {offsite}"
+    assert page.facts["styled"], "the theme's stylesheet did not apply"
+
+
+@pytest.mark.parametrize(("url", "theme"), PAGES_THEMES)
+def test_page_renders_in_the_theme(visit: VisitFn, url: str, theme: str) -> None:
+    assert visit(url, theme).scheme == THEMES[theme]
+
+
+@pytest.mark.parametrize(("url", "theme"), PAGES_THEMES)
+def test_no_serious_accessibility_violation(visit: VisitFn, url: str, theme: str) -> None:
+    serious = [
+        f"{v['impact']} {v['id']}: {v['help']} at {[n['target'] for n in v['nodes']][:5]}"
+        for v in visit(url, theme).violations
+        if v["impact"] in SERIOUS
+    ]
+    assert not serious, "axe-core:\n" + "\n".join(serious)
+
+
+@pytest.mark.parametrize("url", PAGES)
+def test_every_formula_rendered(visit: VisitFn, url: str) -> None:
+    facts = visit(url, "light").facts
+    raw = RAW_LATEX.findall(facts["prose"])
+    assert not raw, f"raw LaTeX in the visible text: {raw[:5]}"
+    assert facts["mathErrors"] == 0, "a formula rendered as <merror>"
+    assert all(width > 0 for width in facts["math"]), "a <math> element has no width"
+    source = (ROOT / "docs" / NAV[url]).read_text(encoding="utf-8")
+    if NAV[url].endswith(".md") and SOURCE_MATH.search(source):
+        assert facts["math"], "the source has math but the page shows no <math>"
+
+
+@pytest.mark.parametrize(("url", "theme"), PAGES_THEMES)
+def test_every_image_loads_and_has_alt_text(visit: VisitFn, url: str, theme: str) -> None:
+    for image in visit(url, theme).facts["images"]:
+        assert image["loaded"], f"image did not load: {image['src']}"
+        assert image["alt"], f"image without alt text: {image['src']}"
+
+
+@pytest.mark.parametrize(("url", "theme"), PAGES_THEMES)
+def test_figures_sit_on_a_light_background(visit: VisitFn, url: str, theme: str) -> None:
+    """Figures draw dark text and lines: in both themes what is behind them must be light."""
+    for image in visit(url, theme).facts["images"]:
+        if image["figure"]:
+            assert image["background"] >= 0.6, (
+                f"figure {image['src']} on a dark background "
+                f"(relative luminance {image['background']:.2f}) in the {theme} theme"
+            )
+
+
+@pytest.mark.parametrize("url", PAGES)
+def test_copy_button_copies_the_exact_block(visit: VisitFn, url: str) -> None:
+    for copied, expected in visit(url, "light").copies:
+        assert copied == expected
+
+
+@pytest.mark.parametrize(("url", "theme"), PAGES_THEMES)
+def test_phone_does_not_scroll_sideways(visit: VisitFn, url: str, theme: str) -> None:
+    overflow = visit(url, theme).phone_overflow
+    assert overflow <= 0, f"the page is {overflow}px wider than a 390px phone"
+
+
+@pytest.mark.parametrize("url", PAGES)
+def test_repository_and_edit_links_are_plain_links(visit: VisitFn, url: str) -> None:
+    facts = visit(url, "light").facts
+    repo = CONFIG["repo_url"].rstrip("/")
+    assert facts["repo"], "no repository link"
+    for link in facts["repo"]:
+        assert link["href"].rstrip("/") == repo
+        assert link["component"] is None, "Material would fetch stars and forks from the API"
+    assert facts["edit"] == [f"{repo}/{CONFIG['edit_uri'].strip('/')}/{NAV[url]}"]
+
+
+@pytest.mark.parametrize("url", PAGES)
+def test_page_weight(visit: VisitFn, report: Report, url: str) -> None:
+    size = visit(url, "light").transfer_bytes
+    report.add(
+        "page weight (first visit, uncompressed; GitHub Pages gzips)",
+        f"{size / 1e6:6.2f} MB  /{url}",
+    )
+    assert size > 0
+    if url == FIRST_EPISODE:
+        assert size < MAX_EPISODE_BYTES, f"the first episode weighs {size / 1e6:.2f} MB"
+
+
+def test_search_finds_the_first_episode(browser: Browser, base_url: str) -> None:
+    context = new_context(browser, base_url, "light", DESKTOP)
+    try:
+        page = context.new_page()
+        page.goto(base_url, wait_until="networkidle")
+        page.locator("input.md-search__input").click()
+        page.locator("input.md-search__input").press_sequentially("softmax", delay=20)
+        results = page.locator("a.md-search-result__link")
+        results.first.wait_for(timeout=10_000)
+        links = [urlsplit(link.get_attribute("href") or "").path for link in results.all()]
+    finally:
+        context.close()
+    assert SITE_PATH + FIRST_EPISODE in links, f"search for softmax gave {links}"
+
+
+def test_theme_toggle_cycles_light_dark_and_system(browser: Browser, base_url: str) -> None:
+    """The palette toggle goes auto -> light -> dark -> auto, and the page follows."""
+    context = new_context(browser, base_url, "dark", DESKTOP)
+    try:
+        page = context.new_page()
+        page.goto(base_url, wait_until="load")
+        toggle = page.locator("form[data-md-component=palette] label:not([hidden])")
+        seen = [page.get_attribute("body", "data-md-color-scheme")]
+        for _ in range(3):
+            toggle.first.click()
+            seen.append(page.get_attribute("body", "data-md-color-scheme"))
+    finally:
+        context.close()
+    assert seen == ["slate", "default", "slate", "slate"]
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_missing_page_shows_the_styled_404(
+    browser: Browser, base_url: str, screenshots: Path, theme: str
+) -> None:
+    context = new_context(browser, base_url, theme, DESKTOP)
+    try:
+        page = context.new_page()
+        visit = Visit("no-such-page/", theme)
+        record(page, visit)
+        response = page.goto(base_url + "no/such/page/", wait_until="networkidle")
+        facts = page.evaluate(PAGE_FACTS)
+        violations = Axe().run(page).response["violations"]
+        scheme = page.get_attribute("body", "data-md-color-scheme")
+        page.screenshot(path=screenshots / f"404-{theme}-desktop.png")
+    finally:
+        context.close()
+    assert response is not None
+    assert response.status == 404
+    assert "404" in facts["h1"]
+    assert facts["styled"], "the 404 page has no stylesheet"
+    assert scheme == THEMES[theme]
+    missing = base_url + "no/such/page/"
+    assert [f for f in visit.failed if not f.startswith(missing)] == []
+    assert [e for e in visit.console_errors if "404" not in e] == []
+    assert not visit.offsite(origin_of(base_url))
+    assert not [v["id"] for v in violations if v["impact"] in SERIOUS]
