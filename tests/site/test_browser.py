@@ -19,11 +19,14 @@ Environment:
 
 from __future__ import annotations
 
+import base64
 import functools
 import http.server
 import os
 import re
+import struct
 import threading
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -59,6 +62,7 @@ THEMES = {"light": "default", "dark": "slate"}  # color scheme -> Material's sch
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 FIRST_EPISODE = "episodes/01-attention-is-four-operations/"
+
 MAX_EPISODE_BYTES = 1_500_000
 SERIOUS = ("critical", "serious")
 
@@ -103,6 +107,7 @@ def page_url(source: str) -> str:
 CONFIG = _load_config()
 NAV = {page_url(source): source for source in _nav_sources(CONFIG["nav"])}
 SITE_PATH = urlsplit(CONFIG["site_url"]).path.rstrip("/") + "/"  # "/opbyop/"
+NOTEBOOK_PAGES = [url for url, source in NAV.items() if source.startswith("notebooks/")]
 
 
 def page_id(url: str) -> str:
@@ -623,3 +628,47 @@ def test_missing_page_shows_the_styled_404(
     assert [e for e in visit.console_errors if "404" not in e] == []
     assert not visit.offsite(origin_of(base_url))
     assert not [v["id"] for v in violations if v["impact"] in SERIOUS]
+
+
+def png(size: int, rgba: tuple[int, int, int, int]) -> str:
+    """A data: URI of a ``size`` x ``size`` PNG of one colour, as nbconvert embeds figures."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data)
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", size, size, 8, 6, 0, 0, 0)  # 8-bit RGBA
+    pixels = b"".join(b"\x00" + bytes(rgba) * size for _ in range(size))
+    data = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(pixels))
+    return "data:image/png;base64," + base64.b64encode(data + chunk(b"IEND", b"")).decode()
+
+
+@pytest.mark.skipif(not NOTEBOOK_PAGES, reason="no notebook in the nav")
+def test_figure_checks_are_not_vacuous(browser: Browser, base_url: str) -> None:
+    """In the dark theme, a figure with no alt text and a dark figure are caught, and a
+    transparent notebook figure is shown on the light card extra.css gives it."""
+    transparent, dark = png(8, (0, 0, 0, 0)), png(9, (20, 20, 20, 255))
+    context = new_context(browser, base_url, "dark", DESKTOP)
+    try:
+        page = context.new_page()
+        page.goto(base_url + NOTEBOOK_PAGES[0], wait_until="load")
+        page.evaluate(
+            """([transparent, dark]) => {
+              const output = document.createElement("div");
+              output.className = "jp-OutputArea-output";
+              output.innerHTML = `<img src="${transparent}"><img src="${dark}" alt="Dark">`;
+              document.querySelector(".jupyter-wrapper").append(output);
+            }""",
+            [transparent, dark],
+        )
+        facts = page.evaluate(PAGE_FACTS)
+    finally:
+        context.close()
+    images = {image["src"]: image for image in facts["images"]}
+    on_card, on_dark = images[transparent[:60]], images[dark[:60]]
+    assert on_card["figure"]
+    assert on_card["loaded"]
+    assert on_card["alt"] == ""
+    assert on_card["background"] > 0.9
+    assert on_dark["alt"] == "Dark"
+    assert on_dark["background"] < 0.1
