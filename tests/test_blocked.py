@@ -95,8 +95,8 @@ def test_blocks_over_batch_dimensions(
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_the_default_blocks_and_threads_on_a_larger_input(dtype: Any) -> None:
-    # 600 x 700 scores: past the size from which attention uses threads,
-    # and 700 float64 keys make blocks of fewer rows than 600.
+    # 600 x 700 scores: past the size from which attention uses blocks on threads
+    # (at least two blocks per thread, so four blocks of 150 rows here).
     q, k, v = (
         rand(600, 16, seed=1, dtype=dtype),
         rand(700, 16, seed=2, dtype=dtype),
@@ -178,3 +178,16 @@ def test_any_blocks_agree_with_the_simple_path(
     got = ops._blocked_attention(q, k, v, scale, block_rows=rows, workers=workers)
     rtol, atol = TOLERANCE[dtype]
     np.testing.assert_allclose(got, simple(q, k, v), rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("n_k", "d"), [(3, 40), (40, 3), (40, 40)])
+def test_scaling_and_dividing_the_smaller_side(dtype: Any, n_k: int, d: int) -> None:
+    # With d_k >= n_k the scores are scaled rather than q; with d_v >= n_k the
+    # weights are divided by their sums rather than the outputs.
+    q, k, v = (rand(n, d, seed=i, dtype=dtype) for i, n in enumerate((9, n_k, n_k)))
+    rtol, atol = TOLERANCE[dtype]
+    for rows, workers in [(4, 1), (4, 2), (None, None)]:
+        got = ops._blocked_attention(q, k, v, 0.3, block_rows=rows, workers=workers)
+        want = attention_weights(q.astype(np.float64), k, scale=0.3) @ v
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)

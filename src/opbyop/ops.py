@@ -277,14 +277,15 @@ def _scale(scale: float | None, d_k: int) -> float:
 # softmax(q @ k.T) is an n_q x n_k matrix: 1 GiB of float32 at n = 16384. Its
 # arithmetic is cheap (one subtraction and one exp per score); what costs is
 # reading and writing it, once per pass over it. So attention goes through the
-# queries a block of rows at a time: a block's scores fit in the core's cache,
-# every pass over them stays there, and memory holds one block per thread.
+# queries a block of rows at a time: a block's scores stay in the cache through
+# every pass over them, and memory holds one block per thread, not all scores.
 
-# A block's scores take about this many bytes: half a core's 2 MiB L2 cache.
-_BLOCK_BYTES = 2**20
-# Fewer rows per block would read all of k and v again for too little work.
-_MIN_BLOCK_ROWS = 32
-# Below this many scores in all (512 x 512), starting threads costs more than it saves.
+# A block's scores take about this many bytes (in the L2 or L3 cache).
+_BLOCK_BYTES = 2**22
+# Each block's two matrix products pack all of k and v for BLAS: with fewer
+# rows than this, or than a third of d_k + d_v, packing costs more than it saves.
+_MIN_BLOCK_ROWS = 128
+# From this many scores in all (just past 512 x 512), blocks on threads pay for their start.
 _THREADS_FROM = 512 * 512 + 1
 
 
@@ -304,17 +305,23 @@ def _blocked_attention(
     """
     batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     n_q, n_k, d_v = q.shape[-2], k.shape[-2], v.shape[-1]
-    out = np.zeros((math.prod(batch), n_q, d_v), dtype=q.dtype)
-    if n_k == 0 or out.size == 0:  # no keys: zeros, as in PyTorch
-        return out.reshape(*batch, n_q, d_v)
-    with np.errstate(over="ignore", invalid="ignore"):  # too-big scores: inf, as in PyTorch
-        q = q * scale  # scale the n_q x d_k queries rather than the n_q x n_k scores
+    if n_k == 0 or n_q == 0 or 0 in batch:  # no keys: zeros, as in PyTorch
+        return np.zeros((*batch, n_q, d_v), dtype=q.dtype)
+    if q.shape[-1] < n_k:  # scale the n_q x d_k queries rather than the n_q x n_k scores
+        with np.errstate(over="ignore", invalid="ignore"):  # too big: inf, as in PyTorch
+            q, scale = q * scale, 1.0
+    n_scores = math.prod(batch) * n_q * n_k
+    if block_rows is None and n_scores < _THREADS_FROM:  # small: one block, no threads
+        out = np.empty((*batch, n_q, d_v), dtype=q.dtype)
+        with np.errstate(over="ignore", invalid="ignore"):
+            _attend(q, k, v, scale, out, np.empty((*batch, n_q, n_k), dtype=q.dtype))
+        return out
     q, k, v = (_flat_batch(x, batch) for x in (q, k, v))  # [b, n, d]: one loop over blocks
-    rows = block_rows or max(_BLOCK_BYTES // (q.itemsize * n_k), _MIN_BLOCK_ROWS)
+    out = np.empty((math.prod(batch), n_q, d_v), dtype=q.dtype)
+    workers = workers or _workers()
+    rows = block_rows or _block_rows(q, k, v, workers)
     blocks = _blocks(out.shape[0], n_q, rows)
-    if workers is None:
-        workers = _workers() if out.shape[0] * n_q * n_k >= _THREADS_FROM else 1
-    _run_blocks(q, k, v, out, blocks, min(workers, len(blocks)))
+    _run_blocks(q, k, v, scale, out, blocks, min(workers, len(blocks)))
     return out.reshape(*batch, n_q, d_v)
 
 
@@ -322,6 +329,14 @@ def _flat_batch(x: FloatArray, batch: tuple[int, ...]) -> FloatArray:  # [..., n
     """`x` broadcast to the batch shape and flattened to one batch dimension."""
     # A view when x already has the full batch shape; a copy of x (not of any scores) if not.
     return np.broadcast_to(x, (*batch, *x.shape[-2:])).reshape(math.prod(batch), *x.shape[-2:])
+
+
+def _block_rows(q: FloatArray, k: FloatArray, v: FloatArray, workers: int) -> int:
+    """How many query rows (of all batch entries) to put in one block."""
+    (n_batch, n_q, d_k), n_k, d_v = q.shape, k.shape[1], v.shape[2]
+    rows = max(_BLOCK_BYTES // (q.itemsize * n_k), _MIN_BLOCK_ROWS, (d_k + d_v) // 3)
+    # At least two blocks per thread, so that a thread slowed down does not hold up the rest.
+    return max(min(rows, math.ceil(n_batch * n_q / (2 * workers))), 1)
 
 
 Block = tuple[slice, slice]  # (batch entries, query rows)
@@ -340,20 +355,28 @@ def _blocks(n_batch: int, n_q: int, rows: int) -> list[Block]:
 
 
 def _run_blocks(
-    q: FloatArray, k: FloatArray, v: FloatArray, out: FloatArray, blocks: list[Block], workers: int
+    q: FloatArray,
+    k: FloatArray,
+    v: FloatArray,
+    scale: float,
+    out: FloatArray,
+    blocks: list[Block],
+    workers: int,
 ) -> None:
     """Compute every block of `out`, with `workers` threads taking blocks as they finish."""
     todo = deque(blocks)
 
     def work() -> None:
-        scores = np.empty(max(_block_size(block, k.shape[1]) for block in blocks), dtype=q.dtype)
+        buffer = np.empty(max(_block_size(block, k.shape[1]) for block in blocks), dtype=q.dtype)
         with np.errstate(over="ignore", invalid="ignore"):  # errstate is per thread
             while todo:
                 try:
                     entries, rows = todo.popleft()  # atomic: two threads never take one block
                 except IndexError:  # the other thread took the last block
                     return
-                _attend(q[entries, rows], k[entries], v[entries], out[entries, rows], scores)
+                into = out[entries, rows]
+                scores = buffer[: into[..., 0].size * k.shape[1]].reshape(*into.shape[:-1], -1)
+                _attend(q[entries, rows], k[entries], v[entries], scale, into, scores)
 
     if workers == 1:
         work()
@@ -372,15 +395,20 @@ def _block_size(block: Block, n_k: int) -> int:
 
 
 def _attend(
-    q: FloatArray, k: FloatArray, v: FloatArray, out: FloatArray, buffer: FloatArray
-) -> None:  # [b, r, d_k], [b, n_k, d_k], [b, n_k, d_v] -> out [b, r, d_v]
-    """One block of attention, into `out`, with `buffer` holding the block's scores."""
-    b, r, n_k = q.shape[0], q.shape[1], k.shape[1]
-    scores = buffer[: b * r * n_k].reshape(b, r, n_k)
-    np.matmul(q, np.swapaxes(k, -1, -2), out=scores)  # q is already scaled
-    sums = _exp_minus_max(scores, axis=-1)  # softmax but for the division...
-    np.matmul(scores, v, out=out)
-    out /= sums  # ...done on r x d_v outputs instead of r x n_k weights
+    q: FloatArray, k: FloatArray, v: FloatArray, scale: float, out: FloatArray, scores: FloatArray
+) -> None:  # [..., r, d_k], [..., n_k, d_k], [..., n_k, d_v] -> out [..., r, d_v]
+    """One block of attention into `out`, its scores ``[..., r, n_k]`` into `scores`."""
+    np.matmul(q, np.swapaxes(k, -1, -2), out=scores)
+    if scale != 1.0:  # not folded into q: q has more numbers than the scores
+        scores *= scale
+    sums = _exp_minus_max(scores, axis=-1)  # softmax but for the division:
+    n_k, d_v = scores.shape[-1], out.shape[-1]
+    if d_v < n_k:  # divide the r x d_v outputs rather than the r x n_k weights
+        np.matmul(scores, v, out=out)
+        out /= sums
+    else:
+        scores /= sums
+        np.matmul(scores, v, out=out)
 
 
 def _workers() -> int:
