@@ -9,10 +9,12 @@ for code blocks, so the tests execute exactly what the page shows.
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import re
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import markdown
@@ -166,3 +168,13 @@ def run_notebook(path: str | Path, timeout: int = 600) -> Any:
     )
     client.execute()
     return notebook
+
+
+def load_hook(name: str) -> ModuleType:
+    """Import ``hooks/<name>.py``, the way MkDocs loads it: as a file, not a package."""
+    spec = importlib.util.spec_from_file_location(f"{name}_hook", ROOT / "hooks" / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

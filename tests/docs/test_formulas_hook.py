@@ -2,25 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
-
 import pytest
+from docs_harness import load_hook
 
-HOOK = Path(__file__).resolve().parents[2] / "hooks" / "formulas.py"
-
-
-def load_hook() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("formulas_hook", HOOK)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-formulas_hook = load_hook()
+formulas_hook = load_hook("formulas")
 
 
 def test_a_fraction_becomes_mathml() -> None:

@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import logging
-from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import SimpleNamespace
 
 import pytest
+from docs_harness import load_hook
 
-HOOK = Path(__file__).resolve().parents[2] / "hooks" / "notebooks.py"
-
-
-def load_hook() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("notebooks_hook", HOOK)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-notebooks_hook = load_hook()
+notebooks_hook = load_hook("notebooks")
 NOTEBOOK_PAGE = SimpleNamespace(
     file=SimpleNamespace(src_uri="notebooks/01_demo.py", src_path="notebooks/01_demo.py"),
     url="notebooks/01_demo/",
