@@ -180,24 +180,19 @@ def attention(
 
 def _softmax(x: FloatArray, axis: int) -> FloatArray:
     """Softmax of a float array along `axis`, computed in place in `x`."""
-    sums = _exp_minus_max(x, axis)
+    _exp_minus_max(x, axis)
     with np.errstate(invalid="ignore"):  # a nan row stays nan
-        x /= sums
+        x /= x.sum(axis=axis, keepdims=True)
     return x
 
 
-def _exp_minus_max(x: FloatArray, axis: int) -> FloatArray:
-    """``exp(x - max(x))`` in place in `x` along `axis`; returns the sums along `axis`.
-
-    The unnormalised softmax: dividing by the sums is left to the caller, who
-    may divide something smaller than `x`.
-    """
+def _exp_minus_max(x: FloatArray, axis: int) -> None:
+    """``exp(x - max(x))`` along `axis`, in place in `x`: softmax but for the division."""
     # An empty row has no maximum: `initial` makes it -inf (and the row stays empty).
     biggest = x.max(axis=axis, keepdims=True, initial=-np.inf)
     with np.errstate(over="ignore", invalid="ignore"):  # inf - inf is nan, as in PyTorch
         x -= biggest  # now at most 0, so exp(x) is at most 1
         np.exp(x, out=x)
-    return x.sum(axis=axis, keepdims=True)
 
 
 def _checked(**arrays: ArrayLike) -> list[NDArray[Any]]:
@@ -253,10 +248,18 @@ def _check_shapes(**arrays: NDArray[Any]) -> None:
         v = shapes["v"]
         raise ValueError(f"k and v need the same number of rows n_k: got k {k}, v {v}")
     try:
-        np.broadcast_shapes(*(shape[:-2] for shape in shapes.values()))
+        _batch_shape(*shapes.values())
     except ValueError:
         got = ", ".join(f"{name} {shape}" for name, shape in shapes.items())
         raise ValueError(f"batch dimensions do not broadcast: got {got}") from None
+
+
+def _batch_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The leading dimensions of stacks of matrices, broadcast together."""
+    batches = [shape[:-2] for shape in shapes]
+    if all(batch == batches[0] for batch in batches):  # the common case, 10x faster
+        return batches[0]
+    return np.broadcast_shapes(*batches)
 
 
 def _scale(scale: float | None, d_k: int) -> float:
@@ -303,7 +306,7 @@ def _blocked_attention(
     `q`, `k` and `v` are float arrays of one dtype whose shapes fit. The keyword
     arguments, for tests, set the query rows per block and the number of threads.
     """
-    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    batch = _batch_shape(q.shape, k.shape, v.shape)
     n_q, n_k, d_v = q.shape[-2], k.shape[-2], v.shape[-1]
     if n_k == 0 or n_q == 0 or 0 in batch:  # no keys: zeros, as in PyTorch
         return np.zeros((*batch, n_q, d_v), dtype=q.dtype)
@@ -313,7 +316,7 @@ def _blocked_attention(
     n_scores = math.prod(batch) * n_q * n_k
     if block_rows is None and n_scores < _THREADS_FROM:  # small: one block, no threads
         out = np.empty((*batch, n_q, d_v), dtype=q.dtype)
-        with np.errstate(over="ignore", invalid="ignore"):
+        with np.errstate(over="ignore", invalid="ignore"):  # as in _run_blocks
             _attend(q, k, v, scale, out, np.empty((*batch, n_q, n_k), dtype=q.dtype))
         return out
     q, k, v = (_flat_batch(x, batch) for x in (q, k, v))  # [b, n, d]: one loop over blocks
@@ -401,8 +404,10 @@ def _attend(
     np.matmul(q, np.swapaxes(k, -1, -2), out=scores)
     if scale != 1.0:  # not folded into q: q has more numbers than the scores
         scores *= scale
-    sums = _exp_minus_max(scores, axis=-1)  # softmax but for the division:
+    _exp_minus_max(scores, axis=-1)
     n_k, d_v = scores.shape[-1], out.shape[-1]
+    # Each row's sum, for the division: BLAS adds up rows 3x faster than np.sum.
+    sums = np.matmul(scores, np.ones(n_k, dtype=scores.dtype))[..., np.newaxis]
     if d_v < n_k:  # divide the r x d_v outputs rather than the r x n_k weights
         np.matmul(scores, v, out=out)
         out /= sums
