@@ -216,11 +216,16 @@ def _real_array(x: ArrayLike, name: str) -> NDArray[Any]:
     return array
 
 
+_WORK_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def _cast(*arrays: NDArray[Any]) -> tuple[list[FloatArray], np.dtype[Any]]:
     """The arrays in the dtype to compute in, and the dtype to return.
 
     Integers and booleans become float64; float16 is computed in float32.
     """
+    if all(x.dtype == arrays[0].dtype for x in arrays) and arrays[0].dtype in _WORK_DTYPES:
+        return list(arrays), arrays[0].dtype  # nothing to convert: skip the costlier checks
     out_dtype = np.result_type(*(np.float64 if x.dtype.kind in "biu" else x.dtype for x in arrays))
     work_dtype = np.float32 if out_dtype == np.float16 else out_dtype
     return [x.astype(work_dtype, copy=False) for x in arrays], out_dtype
@@ -315,10 +320,7 @@ def _blocked_attention(
             q, scale = q * scale, 1.0
     n_scores = math.prod(batch) * n_q * n_k
     if block_rows is None and n_scores < _THREADS_FROM:  # small: one block, no threads
-        out = np.empty((*batch, n_q, d_v), dtype=q.dtype)
-        with np.errstate(over="ignore", invalid="ignore"):  # as in _run_blocks
-            _attend(q, k, v, scale, out, np.empty((*batch, n_q, n_k), dtype=q.dtype))
-        return out
+        return _attend_at_once(q, k, v, scale, batch)
     q, k, v = (_flat_batch(x, batch) for x in (q, k, v))  # [b, n, d]: one loop over blocks
     out = np.empty((math.prod(batch), n_q, d_v), dtype=q.dtype)
     workers = workers or _workers()
@@ -326,6 +328,17 @@ def _blocked_attention(
     blocks = _blocks(out.shape[0], n_q, rows)
     _run_blocks(q, k, v, scale, out, blocks, min(workers, len(blocks)))
     return out.reshape(*batch, n_q, d_v)
+
+
+def _attend_at_once(
+    q: FloatArray, k: FloatArray, v: FloatArray, scale: float, batch: tuple[int, ...]
+) -> FloatArray:  # [..., n_q, d_k], [..., n_k, d_k], [..., n_k, d_v] -> [..., n_q, d_v]
+    """Attention as one block, for inputs whose scores all fit in the cache."""
+    out = np.empty((*batch, q.shape[-2], v.shape[-1]), dtype=q.dtype)
+    scores = np.empty((*batch, q.shape[-2], k.shape[-2]), dtype=q.dtype)
+    with np.errstate(over="ignore", invalid="ignore"):  # as in _run_blocks
+        _attend(q, k, v, scale, out, scores)
+    return out
 
 
 def _flat_batch(x: FloatArray, batch: tuple[int, ...]) -> FloatArray:  # [..., n, d] -> [b, n, d]
