@@ -397,6 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.memory_child:
         memory_child(*args.memory_child)
         return 0
+    load_before = os.getloadavg() if hasattr(os, "getloadavg") else None  # before we add to it
     # The memory check first, while this process (its parent) is still small.
     memory = None if args.no_memory else memory_check(args.memory_n, 64)
     torch = load_torch(not args.no_torch and not args.memory_only)
@@ -407,6 +408,7 @@ def main(argv: list[str] | None = None) -> int:
         "settings": {key: vars(args)[key] for key in ("reps", "pause", "at_least")},
     }
     info = report["machine"]
+    info["load_average"] = load_before
     print(
         f"{info['cpu']}, {info['cores']} cores; NumPy {info['numpy']}; load {info['load_average']}",
         flush=True,

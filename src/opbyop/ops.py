@@ -399,9 +399,11 @@ def _run_blocks(
         return
     # NumPy releases the GIL in matrix products and ufuncs, so threads run on
     # separate cores; BLAS gets one thread each, or its own threads would fight ours.
-    with _blas_threads(1), ThreadPoolExecutor(workers) as pool:
-        for done in [pool.submit(work) for _ in range(workers)]:
-            done.result()  # re-raises a worker's exception here
+    with _blas_threads(1), ThreadPoolExecutor(workers - 1) as pool:
+        helpers = [pool.submit(work) for _ in range(workers - 1)]
+        work()  # this thread works too: one thread fewer to start
+        for done in helpers:
+            done.result()  # re-raises a helper's exception here
 
 
 def _block_size(block: Block, n_k: int) -> int:
