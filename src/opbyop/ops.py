@@ -388,7 +388,7 @@ def _run_blocks(
             while todo:
                 try:
                     entries, rows = todo.popleft()  # atomic: two threads never take one block
-                except IndexError:  # the other thread took the last block
+                except IndexError:  # another thread took the last block
                     return
                 into = out[entries, rows]
                 scores = buffer[: into[..., 0].size * k.shape[1]].reshape(*into.shape[:-1], -1)
