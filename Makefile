@@ -35,10 +35,12 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/attention.py
 
 # Re-resolve every dependency to its newest allowed release and pin the result.
-# Run `make test` afterwards and commit constraints.txt only if it passes.
+# Resolved on the oldest supported Python, so the pins install on every
+# supported version. Run `make test` afterwards; commit only if it passes.
+CONSTRAINTS_PYTHON ?= python3.10
 constraints:
 	rm -rf .venv-constraints
-	$(PYTHON) -m venv .venv-constraints
+	$(CONSTRAINTS_PYTHON) -m venv .venv-constraints
 	.venv-constraints/bin/python -m pip install --quiet --upgrade pip
 	.venv-constraints/bin/python -m pip install --quiet -e '.[docs,test,bench]'
 	.venv-constraints/bin/python -m pip freeze --exclude-editable \

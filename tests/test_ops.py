@@ -62,7 +62,8 @@ def test_python_lists_give_float64() -> None:
 
 def test_float32_stays_float32_whatever_the_type_of_scale() -> None:
     x = rand(3, 5, dtype=np.float32)
-    for scale in [None, 0.5, np.float64(0.5), np.float32(0.5), 2]:
+    scales: list[Any] = [None, 0.5, np.float64(0.5), np.float32(0.5), 2]  # NumPy scalars too
+    for scale in scales:
         assert attention(x, x, x, scale=scale).dtype == np.float32
 
 

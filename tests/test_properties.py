@@ -37,14 +37,14 @@ def qkv(draw: st.DrawFn, bound: float = 10.0) -> tuple[Array, Array, Array]:
     return q, k, v
 
 
-@given(matrices(np.float64, floats(np.finfo(np.float64).max)))
+@given(matrices(np.float64, floats(float(np.finfo(np.float64).max))))
 def test_softmax_rows_add_up_to_one_float64(x: Array) -> None:
     weights = softmax(x)
     assert ((weights >= 0) & (weights <= 1)).all()
     np.testing.assert_allclose(weights.sum(axis=-1), 1.0, rtol=0, atol=1e-12)
 
 
-@given(matrices(np.float32, floats(np.finfo(np.float32).max, width=32)))
+@given(matrices(np.float32, floats(float(np.finfo(np.float32).max), width=32)))
 def test_softmax_rows_add_up_to_one_float32(x: Array) -> None:
     weights = softmax(x)
     assert weights.dtype == np.float32
