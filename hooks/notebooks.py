@@ -85,8 +85,9 @@ def on_page_content(html_text: str, page: Any, **_: Any) -> str:
     href = get_relative_url(ipynb_uri(page.file.src_uri), page.url)
     link = (
         f'<p class="opbyop-download"><a href="{href}" download>'
-        f"Download this notebook ({name})</a>, or run it with "
-        f"<code>jupyter lab</code> after <code>pip install -e .</code>.</p>\n"
+        f"Download this notebook ({name})</a> and open it in Jupyter, with "
+        f"<code>opbyop</code> installed (<code>pip install -e .</code> in a clone "
+        f"of the repository).</p>\n"
     )
     html_text = SCROLLING_CODE.sub('<div tabindex="0" class="highlight-ipynb', html_text)
     return link + REMOTE_SCRIPT.sub("", html_text)
