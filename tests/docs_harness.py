@@ -19,13 +19,12 @@ from typing import Any
 
 import markdown
 from mkdocs.config import load_config
+from site_build import ROOT
 from sybil import Document, Example, Sybil
 from sybil.document import PythonDocStringDocument
 from sybil.parsers.markdown import ClearNamespaceParser, PythonCodeBlockParser, SkipParser
 from sybil.parsers.rest import DocTestParser
 from sybil.typing import Parser
-
-ROOT = Path(__file__).resolve().parent.parent
 
 # The info strings a Python fence might carry. Sybil collects only the plain
 # "python" one; tests/docs/test_fences.py flags the rest.

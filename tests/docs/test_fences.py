@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 from docs_harness import skips_without_reason, uncollected_fences
+from site_build import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 PAGES = [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md"]
 
 

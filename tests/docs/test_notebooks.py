@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 from docs_harness import run_notebook
+from site_build import ROOT
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "docs" / "notebooks").glob("*.py"))
+NOTEBOOKS = sorted((ROOT / "docs" / "notebooks").glob("*.py"))
 
 
 def test_there_are_notebooks() -> None:
