@@ -245,3 +245,16 @@ def test_attention_is_the_episodes_formula() -> None:
     weights = np.exp(scores) / np.exp(scores).sum(axis=1, keepdims=True)
     np.testing.assert_allclose(attention_weights(q, k), weights, rtol=1e-13)
     np.testing.assert_allclose(attention(q, k, v), weights @ v, rtol=1e-13, atol=1e-15)
+
+
+def test_linear_multiplies_by_the_transpose_then_adds_the_bias() -> None:
+    from opbyop import linear
+
+    x = np.array([[1.0, 2.0, 3.0]])
+    weight = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]])  # [d_out, d_in]
+    assert linear(x, weight).tolist() == [[1.0, 5.0]]
+    assert linear(x, weight, [1.0, -1.0]).tolist() == [[2.0, 4.0]]
+    with pytest.raises(ValueError, match=r"weight \(2, 3\)"):
+        linear(np.ones((1, 2)), weight)
+    with pytest.raises(ValueError, match=r"bias needs shape \(2,\)"):
+        linear(x, weight, [1.0])

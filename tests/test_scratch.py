@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-import opbyop.scratch
+import opbyop.scratch.four_ops
 from opbyop.scratch import attention, mat_mul, scale, softmax, transpose
 
-SOURCE = Path(opbyop.scratch.__file__).read_text(encoding="utf-8")
+SOURCE = Path(opbyop.scratch.four_ops.__file__).read_text(encoding="utf-8")
 FUNCTIONS = ["mat_mul", "transpose", "scale", "softmax", "attention"]
 
 
@@ -122,7 +122,7 @@ def test_scratch_imports_nothing_but_math() -> None:
 def section(name: str) -> str:
     """The text between the ``--8<--`` markers of section `name`, as the docs include it."""
     match = re.search(rf"# --8<-- \[start:{name}\]\n(.*?)# --8<-- \[end:{name}\]", SOURCE, re.S)
-    assert match, f"no section {name!r} in scratch.py"
+    assert match, f"no section {name!r} in four_ops.py"
     return match.group(1)
 
 
@@ -154,4 +154,4 @@ def test_a_section_runs_with_the_setup_checks_and_the_sections_it_calls(
     namespace: dict[str, Any] = {}
     for part in ["setup", "checks", *needs, name]:
         exec(compile(section(part), f"scratch.py:{part}", "exec"), namespace)
-    assert eval(call, namespace) == eval(call, vars(opbyop.scratch))
+    assert eval(call, namespace) == eval(call, vars(opbyop.scratch.four_ops))
