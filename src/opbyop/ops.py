@@ -109,7 +109,10 @@ def attention_weights(
 
     The first episode's four operations at once: compare every query with
     every key (``@`` with `k` transposed), scale, then softmax each row.
-    Keys a query may not look at (`mask`, `is_causal`) get weight 0.
+    Keys a query may not look at (`mask`, `is_causal`) get weight 0. The
+    weights are those `attention` uses, computed as the math path of
+    PyTorch's ``scaled_dot_product_attention`` computes them: q and k are each
+    multiplied by ``sqrt(scale)`` before their product.
 
     Use it to look at the weights: to print, plot or test them. It holds all
     ``n_q x n_k`` of them (1 GiB of float32 at n = 16384), so to compute
@@ -138,10 +141,12 @@ def attention_weights(
     -------
     numpy.ndarray, shape (..., n_q, n_k)
         Each row holds one query's weights, adding up to 1. A query that may
-        look at no key gets a row of zeros, as in PyTorch 2.5 and later
-        (JAX's ``dot_product_attention`` gives it equal weights on every key
-        instead). With no keys the rows are empty. Scores too large for the
-        dtype overflow to ``inf`` and give ``nan`` rows, as in PyTorch.
+        look at no key (or whose scores all overflow to ``-inf``) gets a row
+        of zeros, as in PyTorch 2.5 and later; JAX's
+        ``dot_product_attention`` gives it equal weights on every key
+        instead. With no keys the rows are empty. A scaled score too large
+        for the dtype overflows to ``inf`` and makes its row ``nan``, hidden
+        key or not, as on PyTorch's math path.
 
     Examples
     --------
@@ -181,7 +186,9 @@ def attention(
     ``attention_weights(q, k, mask=mask, is_causal=is_causal) @ v``, as the
     math path of ``torch.nn.functional.scaled_dot_product_attention`` computes
     it without dropout: q and k are each multiplied by ``sqrt(scale)`` before
-    their product.
+    their product. PyTorch takes that path for 2-D and 3-D inputs; its fused
+    CPU kernel, which it uses for 4-D ones, scales after the product and so
+    overflows sooner.
 
     Use it for the result; use `attention_weights` to look at the weights. It
     goes through the queries a block of rows at a time, so it never holds all
@@ -192,6 +199,9 @@ def attention(
     1) and the ``(n_q, d_v)`` result is divided by their sums: values within a
     factor n_k of the dtype's largest number can then overflow to ``inf``,
     where PyTorch still returns them (values that large are no real model's).
+    A mask is read a block at a time and costs one multiplication per score;
+    with `is_causal` no score above the diagonal is computed, which saves
+    about half the time.
 
     Parameters
     ----------
@@ -269,13 +279,13 @@ def _exp_minus_max(x: FloatArray, axis: int, *, hidden_rows_zero: bool = False) 
 # ---------------------------------------------------------------- hidden keys
 #
 # A hidden key counts as a score of -inf: weight 0. Writing -inf into the
-# scores where a random mask says so costs 5 to 10 times a pass of exp, since
-# the processor cannot guess which element comes next. Multiplying by the
-# mask (0 or 1) costs less than a pass of exp. So the exps are taken against
-# the row's largest score, hidden keys included, and then multiplied by the
-# mask. That gives the same weights unless a hidden key's score is so far
-# above the kept ones that their exps underflow: those few rows are redone
-# the slow way.
+# scores where a random mask says so (np.copyto with where=) takes several
+# times as long as a pass of exp: the processor cannot guess which element
+# comes next. Multiplying by the mask (0 or 1) takes less than a pass of exp,
+# and does not branch. So the exps are taken against the row's largest score,
+# hidden keys included, and then multiplied by the mask. That gives the same
+# weights unless a hidden key's score is so far above the kept ones that their
+# exps underflow: those few rows are redone the slow way.
 
 
 def _exp_kept(
