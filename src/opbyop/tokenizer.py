@@ -62,7 +62,7 @@ CHINESE_RANGES = (
 def _is_chinese(char: str) -> bool:
     """Whether `char` is in one of the ranges above."""
     code = ord(char)
-    if code < 0x3400:  # most text: answered without a search
+    if code < 0x3400:  # below every range, as most text is
         return False
     return any(low <= code <= high for low, high in CHINESE_RANGES)
 
@@ -242,7 +242,7 @@ class WordPiece:
         # Special tokens written in the text are found before anything
         # else, exactly as written: "[SEP]" is one, "[sep]" is not.
         specials = [re.escape(t) for t in SPECIAL_TOKENS if t in vocab]
-        self.specials = re.compile("(" + "|".join(specials) + ")")
+        self.special_pattern = re.compile("(" + "|".join(specials) + ")")
 
     # --8<-- [end:init]
 
@@ -280,14 +280,14 @@ class WordPiece:
             raise TypeError(f"text must be a str, got {type(text).__name__}")
         pieces = []
         # re.split keeps the special tokens, at the odd positions.
-        for i, part in enumerate(self.specials.split(text)):
+        for i, part in enumerate(self.special_pattern.split(text)):
             if i % 2 == 1:
                 pieces.append(part)
                 continue
             normal = normalize_text(part, self.lowercase)
             for word in split_words(normal):
                 pieces += word_pieces(word, self.vocab)
-        if self.max_length is not None:
+        if self.max_length is not None:  # keep room for [CLS] and [SEP]
             pieces = pieces[: self.max_length - 2]
         return [CLS, *pieces, SEP]
 
