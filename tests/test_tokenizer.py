@@ -33,7 +33,7 @@ VOCAB_TXT = get_model_path() / "vocab.txt"
 TOKENIZER = WordPiece.from_file(VOCAB_TXT)
 
 # The known differences. tokenizers 0.23 classifies characters with the
-# Unicode 8.0 tables of the unicode_categories crate (2016); Python's
+# Unicode 8.0 tables of the unicode_categories crate; Python's
 # unicodedata is newer (13.0 in Python 3.10, 14.0 in 3.11, 15.1 in 3.13).
 # These characters changed category after Unicode 8.0, so the two tokenizers
 # treat them differently wherever Python's category and the Unicode 8.0 one
