@@ -53,6 +53,14 @@ def expand_snippets(text: str, config_file: str | Path = "mkdocs.yml") -> str:
     return "\n".join(md.preprocessors["snippet"].run(text.split("\n")))
 
 
+def render_markdown(text: str, config_file: str | Path = "mkdocs.yml") -> str:
+    """``text`` as HTML, with the extensions and settings of ``mkdocs.yml``."""
+    md = _mkdocs_markdown(str(Path(config_file).resolve()))
+    md.reset()
+    html: str = md.convert(text)
+    return html
+
+
 def _config_for(path: str) -> Path:
     """The mkdocs.yml that governs a markdown file: the nearest one above it."""
     for folder in Path(path).resolve().parents:
