@@ -65,7 +65,24 @@ def too_wide(path: Path, limit: int = MAX_COLUMNS) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("page", SITE_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+# Pages whose blocks are still too wide, each with the work that narrows it.
+# strict: once a page fits, its entry must go.
+NOT_YET_NARROW = {
+    "performance.md": "issue 9, item 9: the performance page is being rewritten",
+}
+WIDTH_CASES = [
+    pytest.param(
+        page,
+        id=str(page.relative_to(ROOT)),
+        marks=[pytest.mark.xfail(reason=NOT_YET_NARROW[page.name], strict=True)]
+        if page.name in NOT_YET_NARROW
+        else [],
+    )
+    for page in SITE_PAGES
+]
+
+
+@pytest.mark.parametrize("page", WIDTH_CASES)
 def test_every_code_block_fits_without_scrolling(page: Path) -> None:
     wide = too_wide(page)
     assert not wide, f"code lines over {MAX_COLUMNS} columns scroll sideways:\n" + "\n".join(wide)
