@@ -5,6 +5,7 @@ loops. The functions exported here are the same operations in NumPy, on arrays
 with any leading batch dimensions: the versions to copy into real code.
 """
 
+from opbyop.heads import merge_heads, multi_head_attention, split_heads
 from opbyop.layers import linear
 from opbyop.ops import attention, attention_weights, softmax
 from opbyop.words import vocabulary, word_vectors
@@ -13,7 +14,10 @@ __all__ = [
     "attention",
     "attention_weights",
     "linear",
+    "merge_heads",
+    "multi_head_attention",
     "softmax",
+    "split_heads",
     "vocabulary",
     "word_vectors",
 ]
