@@ -96,7 +96,7 @@ def merge_heads(x: ArrayLike) -> NDArray[Any]:  # [..., n_heads, n, d_head] -> [
     --------
     >>> import numpy as np
     >>> from opbyop import merge_heads, split_heads
-    >>> heads = np.array([[[1, 2], [3, 4]], [[5, 6], [7, 8]]])  # 2 heads, 2 tokens
+    >>> heads = np.array([[[1, 2], [3, 4]], [[5, 6], [7, 8]]])  # 2 heads
     >>> merge_heads(heads)
     array([[1, 2, 5, 6],
            [3, 4, 7, 8]])
@@ -180,8 +180,8 @@ def multi_head_attention(
     >>> from opbyop import multi_head_attention
     >>> x = np.array([[1.0, 0.0, 0.0, 1.0],
     ...               [0.0, 1.0, 0.0, 1.0]])
-    >>> eye, zero = np.eye(4), np.zeros(4)
-    >>> out = multi_head_attention(x, eye, zero, eye, zero, eye, zero, eye, zero, n_heads=2)
+    >>> params = [np.eye(4), np.zeros(4)] * 4  # w_q, b_q, w_k, b_k, ..., b_o
+    >>> out = multi_head_attention(x, *params, n_heads=2)
     >>> out.round(3)  # head 0 tells the tokens apart, head 1 cannot
     array([[0.67, 0.33, 0.  , 1.  ],
            [0.33, 0.67, 0.  , 1.  ]])
@@ -191,9 +191,7 @@ def multi_head_attention(
     >>> batch = np.stack([x, x])  # [2, 2, 4]
     >>> real = np.array([[True, True], [True, False]])  # [batch, n]
     >>> mask = real[:, np.newaxis, np.newaxis, :]  # [batch, 1, 1, n]
-    >>> out = multi_head_attention(
-    ...     batch, eye, zero, eye, zero, eye, zero, eye, zero, n_heads=2, mask=mask
-    ... )
+    >>> out = multi_head_attention(batch, *params, n_heads=2, mask=mask)
     >>> out[1].round(3)  # both tokens see only the first one
     array([[1., 0., 0., 1.],
            [1., 0., 0., 1.]])
