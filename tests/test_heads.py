@@ -168,6 +168,19 @@ def test_matches_a_loop_over_heads(seed: int) -> None:
     np.testing.assert_allclose(got32, want, rtol=1e-4, atol=1e-5)
 
 
+def test_permuting_the_tokens_permutes_the_outputs() -> None:
+    # Self-attention without a mask has no idea of order: positions come from elsewhere.
+    rng = np.random.default_rng(12)
+    x, params = rng.standard_normal((2, 6, 8)), random_params(8, rng)
+    order = rng.permutation(6)
+    np.testing.assert_allclose(
+        multi_head_attention(x[:, order], *params, n_heads=2),
+        multi_head_attention(x, *params, n_heads=2)[:, order],
+        rtol=1e-12,
+        atol=1e-13,
+    )
+
+
 def test_twelve_heads_of_32_like_all_minilm_l6_v2() -> None:
     rng = np.random.default_rng(2)
     x, params = rng.standard_normal((2, 9, 384)), random_params(384, rng)
