@@ -15,9 +15,7 @@ from typing import Any, cast
 import numpy as np
 import pytest
 
-from opbyop import attention, linear, merge_heads, multi_head_attention, split_heads
-
-MASKS = "mask" in (attention.__kwdefaults__ or {})  # TEMPORARY until masks land
+from opbyop import linear, merge_heads, multi_head_attention, split_heads
 
 REFERENCE = Path(__file__).parent / "data" / "heads_reference.npz"
 PARAMS = ["w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o"]
@@ -238,10 +236,15 @@ def test_dtypes(given: Any, returned: Any) -> None:
     np.testing.assert_allclose(got, loop_over_heads(x, params, 2), rtol=tol, atol=tol)
 
 
-def test_mixed_dtypes_promote_as_numpy_does() -> None:
+def test_mixed_dtypes_are_refused_as_in_pytorch() -> None:
     rng = np.random.default_rng(7)
     x, params = rng.standard_normal((3, 4)).astype(np.float32), random_params(4, rng)
-    assert multi_head_attention(x, *params, n_heads=2).dtype == np.float64
+    with pytest.raises(TypeError, match=r"need the same dtype.*got x float32, w_q float64"):
+        multi_head_attention(x, *params, n_heads=2)
+    as32 = [p.astype(np.float32) for p in params]
+    as32[5] = params[5]  # one float64 bias is enough to be refused
+    with pytest.raises(TypeError, match=r"b_v float64"):
+        multi_head_attention(x, *as32, n_heads=2)
 
 
 def test_no_tokens_and_empty_batches_give_empty_results() -> None:
@@ -255,7 +258,6 @@ def padding(lengths: list[int], n: int) -> Array:
     return (np.arange(n) < np.array(lengths)[:, np.newaxis])[:, np.newaxis, np.newaxis, :]
 
 
-@pytest.mark.skipif(not MASKS, reason="TEMPORARY: attention takes no mask yet")
 @pytest.mark.parametrize("is_causal", [False, True])
 @pytest.mark.parametrize(
     "mask_shape",
@@ -275,7 +277,6 @@ def test_masks_match_a_loop_over_heads(mask_shape: Any, is_causal: bool) -> None
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
 
 
-@pytest.mark.skipif(not MASKS, reason="TEMPORARY: attention takes no mask yet")
 def test_padding_changes_nothing_for_the_real_tokens() -> None:
     # A sentence padded with junk tokens, with the padding masked, gives the
     # same outputs for its real tokens as the sentence alone.
@@ -286,7 +287,6 @@ def test_padding_changes_nothing_for_the_real_tokens() -> None:
     np.testing.assert_allclose(got[:, :4], multi_head_attention(x, *params, n_heads=2), rtol=1e-12)
 
 
-@pytest.mark.skipif(not MASKS, reason="TEMPORARY: attention takes no mask yet")
 def test_a_query_that_sees_no_key_gets_the_output_bias() -> None:
     rng = np.random.default_rng(11)
     x, params = rng.standard_normal((3, 4)), random_params(4, rng)
@@ -339,8 +339,6 @@ def test_the_reference_file_has_the_cases_it_should() -> None:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_matches_pytorch(name: str) -> None:
     case = CASES[name]
-    if ("mask" in case or bool(case["is_causal"])) and not MASKS:
-        pytest.skip("TEMPORARY: attention takes no mask yet")
     got = _run(case)
     want = case["out"]
     assert got.dtype == want.dtype
@@ -435,6 +433,7 @@ def _with(name: str, value: Any) -> list[Any]:
             r"mask of shape \(5, 2, 1, 1, 3\) does not broadcast",
         ),
         (X, P4, {"n_heads": 2, "is_causal": "yes"}, TypeError, r"is_causal must be True or False"),
+        (X, P4, {"n_heads": 2, "mask": [[True], [True, False]]}, ValueError, r"mask has ragged"),
     ],
 )
 def test_multi_head_attention_errors(

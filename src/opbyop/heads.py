@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from opbyop.layers import linear
-from opbyop.ops import _cast, _real_array, attention
+from opbyop.ops import _cast, _check_dtypes, _real_array, attention
 
 __all__ = ["merge_heads", "multi_head_attention", "split_heads"]
 
@@ -168,8 +168,9 @@ def multi_head_attention(
     Returns
     -------
     numpy.ndarray, shape (..., n, d_model)
-        float32 inputs give float32, float16 is computed in float32 and
-        returned as float16, integers give float64.
+        In the dtype of `x` and the weights, which must share one (integers
+        and booleans counting as float64), as in PyTorch: float16 is computed
+        in float32 and returned as float16.
 
     Examples
     --------
@@ -208,6 +209,7 @@ def multi_head_attention(
     mask_array = _checked_mask(mask, x_array.shape, n_heads)
     if not isinstance(is_causal, (bool, np.bool_)):
         raise TypeError(f"is_causal must be True or False, got {is_causal!r}")
+    _check_dtypes(x=x_array, **params)  # one dtype for all, as in PyTorch
     (x_work, *cast), out_dtype = _cast(x_array, *params.values())  # float32 or float64
     p = dict(zip(params, cast, strict=True))
 
@@ -217,10 +219,7 @@ def multi_head_attention(
         split_heads(linear(rows, p[f"w_{c}"], p.get(f"b_{c}")).reshape(shape), n_heads)
         for c in "qkv"
     )  # each [..., n_heads, n, d_head]
-    if mask_array is None and not is_causal:  # TEMPORARY until attention takes masks
-        heads = attention(q, k, v)  # scaled by sqrt(d_head)
-    else:
-        heads = attention(q, k, v, mask=mask_array, is_causal=bool(is_causal))  # type: ignore[call-arg]
+    heads = attention(q, k, v, mask=mask_array, is_causal=is_causal)  # scaled by sqrt(d_head)
     merged = merge_heads(heads).reshape(tokens, shape[-1])  # [tokens, d_model]
     out = linear(merged, p["w_o"], p.get("b_o")).reshape(shape)  # [..., n, d_model]
     return out.astype(out_dtype, copy=False)
@@ -262,7 +261,10 @@ def _checked_mask(
     """`mask` as a boolean array that broadcasts to the scores, (..., n_heads, n, n)."""
     if mask is None:
         return None
-    array = np.asarray(mask)
+    try:
+        array = np.asarray(mask)
+    except ValueError as error:  # NumPy 1.24+ refuses ragged nested lists
+        raise ValueError(f"mask has ragged rows (rows of different lengths): {error}") from None
     *batch, n, _ = x_shape
     scores = (*batch, n_heads, n, n)
     if array.dtype != np.bool_:
