@@ -7,6 +7,7 @@ with any leading batch dimensions: the versions to copy into real code.
 work on strings, in plain Python.
 """
 
+from opbyop.heads import merge_heads, multi_head_attention, split_heads
 from opbyop.layers import linear
 from opbyop.ops import attention, attention_weights, softmax
 from opbyop.tokenizer import WordPiece, normalize_text, split_words, word_pieces
@@ -17,8 +18,11 @@ __all__ = [
     "attention",
     "attention_weights",
     "linear",
+    "merge_heads",
+    "multi_head_attention",
     "normalize_text",
     "softmax",
+    "split_heads",
     "split_words",
     "vocabulary",
     "word_pieces",
