@@ -6,7 +6,11 @@ One module per episode, each importing nothing but the standard library
 (and the modules of earlier episodes):
 
 - `opbyop.scratch.four_ops`: episode 1, the four operations of attention.
-- `opbyop.scratch.masks`: masks, which keys each query may look at.
+- `opbyop.scratch.projections`: episode 2, the linear layer that makes
+  queries, keys and values.
+- `opbyop.scratch.heads`: episode 3, multi-head attention.
+- `opbyop.scratch.masks`: episode 4, masks: which keys each query may look
+  at.
 
 Every function is also importable from ``opbyop.scratch`` itself.
 """
@@ -19,22 +23,32 @@ from opbyop.scratch.four_ops import (
     softmax,
     transpose,
 )
+from opbyop.scratch.heads import (
+    merge_heads,
+    multi_head_attention,
+    split_heads,
+)
 from opbyop.scratch.masks import (
     Mask,
     causal_mask,
     masked_attention,
     masked_softmax,
 )
+from opbyop.scratch.projections import linear
 
 __all__ = [
     "Mask",
     "Matrix",
     "attention",
     "causal_mask",
+    "linear",
     "masked_attention",
     "masked_softmax",
     "mat_mul",
+    "merge_heads",
+    "multi_head_attention",
     "scale",
     "softmax",
+    "split_heads",
     "transpose",
 ]
