@@ -25,6 +25,9 @@ build: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	# Shown whole on a page: 79 columns, as opbyop.scratch
+	$(BIN)/ruff check --line-length 79 src/opbyop/minilm.py
+	$(BIN)/ruff format --check --line-length 79 src/opbyop/minilm.py
 	$(BIN)/mypy
 	$(BIN)/codespell docs src README.md
 
