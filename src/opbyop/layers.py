@@ -72,9 +72,13 @@ def linear(
             )
     # One 2-D product for all the rows: BLAS is about 3x faster on one tall
     # matrix than on a stack of short ones.
-    out = (x.reshape(-1, x.shape[-1]) @ weight.T).reshape(*x.shape[:-1], weight.shape[0])
+    rows = x.reshape(math.prod(x.shape[:-1]), x.shape[-1])
+    out = (rows @ weight.T).reshape(*x.shape[:-1], weight.shape[0])
     if bias is not None:
-        out += bias
+        if np.result_type(out, bias) == out.dtype:
+            out += bias  # in place: one array fewer
+        else:
+            out = out + bias
     return out
 
 
@@ -128,7 +132,8 @@ def layer_norm(
     out = rows - mean
     d = rows.shape[-1]
     variance = np.einsum("...i,...i->...", out, out)[..., np.newaxis] / d  # no squares array
-    out *= 1 / np.sqrt(variance + float(eps))
+    with np.errstate(divide="ignore", invalid="ignore"):  # eps = 0, constant row: nan
+        out *= 1 / np.sqrt(variance + float(eps))
     if weight is not None:
         out *= params.pop(0)
     if bias is not None:

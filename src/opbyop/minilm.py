@@ -132,6 +132,7 @@ def input_vectors(
     token_ids: Array, embeddings: Embeddings
 ) -> Array:  # [..., n] -> [..., n, 384]
     """Word vector + position vector + token-type vector, then layer norm."""
+    token_ids = _checked_ids(token_ids, embeddings)
     n = token_ids.shape[-1]
     x = embeddings.word[token_ids]  # one row per token
     x = x + embeddings.position[:n]  # positions 0, 1, ..., n - 1
@@ -215,6 +216,7 @@ def encoder(
     layers: tuple[Layer, ...],
 ) -> Array:  # [..., n], [..., n] -> [..., n, 384]
     """Input vectors, then every layer: one vector per token, in context."""
+    _check_mask(mask, np.shape(token_ids))
     x = input_vectors(token_ids, embeddings)
     for layer in layers:
         x = encoder_layer(x, mask, layer)
@@ -503,6 +505,43 @@ def pad(
     token_ids = np.zeros((len(ids), n), dtype=np.intp)
     token_ids[mask] = [token for sentence in ids for token in sentence]
     return token_ids, None if mask.all() else mask
+
+
+def _checked_ids(token_ids: object, embeddings: Embeddings) -> Array:
+    """`token_ids` as an integer array of rows of word ids that fit."""
+    ids = np.asarray(token_ids)
+    if ids.dtype.kind not in "iu" or ids.ndim < 1:
+        raise TypeError(
+            "token_ids must be integers, one row of word-piece ids per "
+            f"sentence: got dtype {ids.dtype}, shape {ids.shape}"
+        )
+    n, vocab = ids.shape[-1], embeddings.word.shape[0]
+    if not 0 < n <= embeddings.position.shape[0]:
+        raise ValueError(
+            f"token_ids needs 1 to {embeddings.position.shape[0]} tokens "
+            f"per sentence (one position vector each), got shape {ids.shape}"
+        )
+    if ids.min() < 0 or ids.max() >= vocab:
+        raise ValueError(
+            f"token_ids must be between 0 and {vocab - 1}, "
+            f"got {ids.min()} to {ids.max()}"
+        )
+    return ids
+
+
+def _check_mask(mask: object, shape: tuple[int, ...]) -> None:
+    """`mask` is None or True/False for each token id."""
+    if mask is None:
+        return
+    if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
+        raise TypeError(
+            "mask must be None or a boolean array (True for real tokens), "
+            f"got {type(mask).__name__} {getattr(mask, 'dtype', '')}"
+        )
+    if mask.shape != shape:
+        raise ValueError(
+            f"mask needs the shape of token_ids {shape}, got {mask.shape}"
+        )
 
 
 def _check_text(text: object, name: str) -> str:
