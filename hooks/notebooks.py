@@ -13,15 +13,14 @@ files; mkdocs-jupyter executes and renders them. This hook adds:
   its own code blocks;
 * a check that every figure has alt text. nbconvert writes a matplotlib figure
   as ``<img src="data:image/png...">`` with no ``alt`` and has no way to carry
-  one, so a notebook shows its figures itself, with the description a screen
-  reader reads out::
+  one, so a notebook shows its figures through ``opbyop.plot.picture``, which
+  displays an SVG ``<img>`` with the description a screen reader reads out::
 
-      display(HTML(f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}">'))
+      picture(attention_heatmap(weights, words), "What it shows, in words.")
 
   An ``<img>`` on a notebook page without a non-empty ``alt`` is a warning, so
   ``mkdocs build --strict`` (and the test suite) fails and names the page.
-  Figures are drawn for a white page; give them a white background
-  (``savefig(..., facecolor="white")``) so they stay readable in the dark theme.
+  ``opbyop.plot`` draws on a white background, readable in the dark theme too.
 """
 
 from __future__ import annotations
@@ -71,7 +70,7 @@ def images_without_alt(html_text: str) -> list[str]:
     return [tag[:80] for tag in IMG.findall(html_text) if not ALT.search(tag)]
 
 
-def on_page_content(html_text: str, page: Any, **_: Any) -> str:
+def on_page_content(html_text: str, page: Any, config: Any = None, **_: Any) -> str:
     if not is_notebook(page.file.src_uri):
         return html_text
     for tag in images_without_alt(html_text):
@@ -83,11 +82,12 @@ def on_page_content(html_text: str, page: Any, **_: Any) -> str:
         )
     name = PurePosixPath(ipynb_uri(page.file.src_uri)).name
     href = get_relative_url(ipynb_uri(page.file.src_uri), page.url)
+    repository = (config or {}).get("repo_url") or "https://github.com/opbyop/opbyop"
     link = (
         f'<p class="opbyop-download"><a href="{href}" download>'
         f"Download this notebook ({name})</a> and open it in Jupyter, with "
-        f"<code>opbyop</code> installed (<code>pip install -e .</code> in a clone "
-        f"of the repository).</p>\n"
+        f"<code>opbyop</code> and its <code>plot</code> extra installed: "
+        f'<code>pip install "opbyop[plot] @ git+{repository}"</code>.</p>\n'
     )
     html_text = SCROLLING_CODE.sub('<div tabindex="0" class="highlight-ipynb', html_text)
     return link + REMOTE_SCRIPT.sub("", html_text)

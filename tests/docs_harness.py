@@ -8,10 +8,12 @@ for code blocks, so the tests execute exactly what the page shows.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib.util
+import io
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -20,7 +22,7 @@ from typing import Any
 import markdown
 from mkdocs.config import load_config
 from site_build import ROOT
-from sybil import Document, Example, Sybil
+from sybil import Document, Example, Region, Sybil
 from sybil.document import PythonDocStringDocument
 from sybil.parsers.markdown import ClearNamespaceParser, PythonCodeBlockParser, SkipParser
 from sybil.parsers.rest import DocTestParser
@@ -49,6 +51,14 @@ def expand_snippets(text: str, config_file: str | Path = "mkdocs.yml") -> str:
     md = _mkdocs_markdown(str(Path(config_file).resolve()))
     md.reset()
     return "\n".join(md.preprocessors["snippet"].run(text.split("\n")))
+
+
+def render_markdown(text: str, config_file: str | Path = "mkdocs.yml") -> str:
+    """``text`` as HTML, with the extensions and settings of ``mkdocs.yml``."""
+    md = _mkdocs_markdown(str(Path(config_file).resolve()))
+    md.reset()
+    html: str = md.convert(text)
+    return html
 
 
 def _config_for(path: str) -> Path:
@@ -99,7 +109,108 @@ def _source_lines(original: str, expanded: str) -> list[int]:
     return numbers
 
 
-MARKDOWN_PARSERS: list[Parser] = [PythonCodeBlockParser(), SkipParser(), ClearNamespaceParser()]
+# ---------------------------------------------------------------- shown output
+#
+# A page shows what a block prints in an ```output fence right after it:
+#
+#     ```python
+#     print(1 + 1)
+#     ```
+#
+#     ```output
+#     2
+#     ```
+#
+# The block runs with its stdout captured, and the text must equal the fence's
+# exactly (trailing spaces and blank lines aside). A block that prints with no
+# output fence after it fails too, so a page never hides what its code prints,
+# and an output fence that follows no block is flagged by tests/docs/test_fences.py,
+# so a page never shows output that nothing compares.
+
+OUTPUT_FENCE = re.compile(
+    r"[ \t]*\n(?:[ \t]*\n)*(?P<indent>[ \t]*)(?P<fence>`{3,})output[ \t]*\n"
+    r"(?P<body>(?:.*\n)*?)(?P=indent)(?P=fence)[ \t]*(?:\n|\Z)"
+)
+ANY_OUTPUT_FENCE = re.compile(r"^[ \t]*(?:>[ \t]*)*`{3,}output[ \t]*$", re.MULTILINE)
+# What NumPy prints differently in 1.25 and 2.x: print Python floats and lists.
+NUMPY_REPR = re.compile(r"\b(?:np\.(?:float|int|bool|str)\w*\(|array\(|dtype=)")
+
+
+def _normalise(text: str) -> str:
+    return "\n".join(line.rstrip() for line in text.strip("\n").split("\n"))
+
+
+def _dedent(body: str, indent: str) -> str:
+    return "".join(line.removeprefix(indent) for line in body.splitlines(keepends=True))
+
+
+class OutputMismatch(AssertionError):
+    """A block printed something other than the output its page shows."""
+
+
+def checked_output(evaluator: Any, expected: str | None) -> Any:
+    """``evaluator`` run with stdout captured and compared with ``expected``."""
+
+    def evaluate(example: Example) -> None:
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            evaluator(example)
+        shown, got = _normalise(expected or ""), _normalise(printed.getvalue())
+        if expected is None and got:
+            raise OutputMismatch(
+                "this block prints, but the page shows no output: add an ```output "
+                f"fence right after it with:\n{got}"
+            )
+        if expected is not None and got != shown:
+            diff = "\n".join(
+                difflib.unified_diff(
+                    shown.split("\n"), got.split("\n"), "shown", "printed", lineterm=""
+                )
+            )
+            raise OutputMismatch(f"the shown output differs from what the block prints:\n{diff}")
+        if NUMPY_REPR.search(got):
+            raise OutputMismatch(
+                "the output holds a NumPy repr, which NumPy 1.25 and 2.x print differently: "
+                f"print Python floats and lists instead (float(x), x.tolist()):\n{got}"
+            )
+
+    return evaluate
+
+
+class PythonWithOutputParser:
+    """Sybil's ```python parser, with each block's printed output checked."""
+
+    def __init__(self) -> None:
+        self.python = PythonCodeBlockParser()
+
+    def __call__(self, document: Document) -> Iterable[Region]:
+        for region in self.python(document):
+            if str(region.parsed).startswith(">>>"):  # a doctest checks its own output
+                yield region
+                continue
+            after = OUTPUT_FENCE.match(document.text, region.end)
+            expected = _dedent(after.group("body"), after.group("indent")) if after else None
+            end = after.end() if after else region.end
+            yield Region(
+                region.start,
+                end,
+                parsed=region.parsed,
+                evaluator=checked_output(region.evaluator, expected),
+            )
+
+
+def unchecked_outputs(path: str | Path) -> list[str]:
+    """Output fences in ``path`` that follow no Python block, so nothing compares them."""
+    document = SnippetDocument.parse(str(path), *MARKDOWN_PARSERS)
+    checked = [(region.start, region.end) for _, region in document.regions]
+    return [
+        f"{Path(path).name}:{_line_of(document.text, match.start())}: {match.group(0).strip()}"
+        for match in ANY_OUTPUT_FENCE.finditer(document.text)
+        if not any(start < match.start() < end for start, end in checked)
+    ]
+
+
+MARKDOWN_PARSERS: list[Parser] = [PythonWithOutputParser(), SkipParser(), ClearNamespaceParser()]
 
 
 def docs_sybil() -> Sybil:
@@ -108,7 +219,8 @@ def docs_sybil() -> Sybil:
         parsers=MARKDOWN_PARSERS,
         path=str(ROOT),
         patterns=["*.md"],
-        excludes=["site/*", ".venv/*"],
+        # CONTRIBUTING.md shows page markup, fences inside fences: not code to run.
+        excludes=["site/*", ".venv/*", "CONTRIBUTING.md"],
         document_types={".md": SnippetDocument},
         name="docs",
     )

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from docs_harness import run_notebook, uncollected_fences
+from docs_harness import run_notebook, unchecked_outputs, uncollected_fences
 from site_build import ROOT, build_site
 
 pytestmark = pytest.mark.slow
@@ -39,6 +39,14 @@ Some math: $\\frac{1}{\\sqrt{d}}$.
 
 ```python
 assert double(21) == 42
+```
+
+```python
+print(double(2), double(3))
+```
+
+```output
+4 6
 ```
 """
 
@@ -89,8 +97,9 @@ def test_the_unbroken_project_passes_every_check(project: Path) -> None:
     assert build.returncode == 0, build.stderr
     tests = run_docs_tests(project)
     assert tests.returncode == 0, tests.stdout
-    assert "2 passed" in tests.stdout
+    assert "3 passed" in tests.stdout
     assert uncollected_fences(project / "docs" / "page.md") == []
+    assert unchecked_outputs(project / "docs" / "page.md") == []
 
 
 def test_a_code_block_that_raises_fails_the_tests(project: Path) -> None:
@@ -143,3 +152,33 @@ def test_a_formula_that_does_not_convert_fails_the_build(project: Path) -> None:
     build = build_site(project / "site", root=project)
     assert build.returncode != 0
     assert "cannot convert" in build.stdout + build.stderr
+
+
+def test_a_wrong_shown_output_fails_the_tests(project: Path) -> None:
+    edit(project / "docs" / "page.md", "```output\n4 6\n", "```output\n4 7\n")
+    tests = run_docs_tests(project)
+    assert tests.returncode != 0
+    assert "the shown output differs from what the block prints" in tests.stdout
+    assert "-4 7" in tests.stdout
+    assert "+4 6" in tests.stdout
+
+
+def test_a_block_that_prints_without_shown_output_fails_the_tests(project: Path) -> None:
+    edit(project / "docs" / "page.md", "```output\n4 6\n```\n", "")
+    tests = run_docs_tests(project)
+    assert tests.returncode != 0
+    assert "this block prints, but the page shows no output" in tests.stdout
+
+
+def test_a_numpy_repr_in_the_output_fails_the_tests(project: Path) -> None:
+    edit(project / "docs" / "page.md", "print(double(2), double(3))", "print(repr(np.arange(2)))")
+    edit(project / "docs" / "page.md", "```python\nprint", "```python\nimport numpy as np\nprint")
+    edit(project / "docs" / "page.md", "```output\n4 6\n", "```output\narray([0, 1])\n")
+    tests = run_docs_tests(project)
+    assert tests.returncode != 0
+    assert "NumPy 1.25 and 2.x print differently" in tests.stdout
+
+
+def test_an_output_after_no_block_is_flagged(project: Path) -> None:
+    edit(project / "docs" / "page.md", "## A section\n", "## A section\n\n```output\nhello\n```\n")
+    assert len(unchecked_outputs(project / "docs" / "page.md")) == 1

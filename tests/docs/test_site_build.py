@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from docs_harness import load_hook
 from site_build import ROOT, remote_resources
 
 pytestmark = pytest.mark.slow
@@ -64,3 +65,12 @@ def test_each_notebook_is_offered_as_ipynb(built_site: Path) -> None:
         assert any(cell["cell_type"] == "code" for cell in notebook["cells"])
         page = (built_site / "notebooks" / source.stem / "index.html").read_text(encoding="utf-8")
         assert f'href="../{source.stem}.ipynb"' in page, "the page does not link its .ipynb"
+
+
+def test_every_registered_figure_is_in_the_site(built_site: Path) -> None:
+    """hooks/figures.py drew each figure into the build, as the function draws it."""
+    figures = load_hook("figures").FIGURES
+    assert figures
+    for path, draw in figures.items():
+        built = (built_site / path).read_text(encoding="utf-8")
+        assert built == draw(), f"{path} in the site is not what its function draws"

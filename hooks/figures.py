@@ -1,0 +1,106 @@
+"""Draw the episodes' figures at build time, from the library's own numbers.
+
+Each figure is a function below, registered with ``@figure("figures/NN-name.svg")``
+under the path the pages link to (relative to ``docs/``). It computes what it
+shows with `opbyop`, draws it with `opbyop.plot`, and returns the SVG text, with
+the alt text in the SVG's ``<title>``. On every build, ``on_files`` runs each
+function and adds its SVG to the site as a generated file: nothing is
+committed, so no picture can go stale, and a page linking a figure that is not
+registered fails ``mkdocs build --strict`` (a link to a missing file).
+
+A page shows a figure with its own alt text, which may quote numbers the page
+asserts::
+
+    <figure markdown="span">
+      ![Describe what the figure shows, with its numbers.](../figures/01-scores.svg)
+      <figcaption>One or two sentences.</figcaption>
+    </figure>
+
+tests/docs/test_figures.py runs every function and checks what it returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mkdocs.structure.files import File, Files
+
+FigureFunction = Callable[[], str]
+FIGURES: dict[str, FigureFunction] = {}
+
+
+def figure(path: str) -> Callable[[FigureFunction], FigureFunction]:
+    """Register a function that returns the SVG text of ``docs/<path>``."""
+
+    def register(function: FigureFunction) -> FigureFunction:
+        if path in FIGURES:
+            raise ValueError(f"two figures are registered as {path}")
+        FIGURES[path] = function
+        return function
+
+    return register
+
+
+def on_files(files: Files, config: Any) -> Files:
+    for path, draw in FIGURES.items():
+        files.append(File.generated(config, path, content=draw()))
+    return files
+
+
+# ---------------------------------------------------------------- episode 1
+
+# The made-up sentence the episode follows: 3 words, 4 numbers each.
+EPISODE_1_WORDS = [
+    [1.0, 0.0, 1.0, 0.0],
+    [0.0, 2.0, 0.0, 2.0],
+    [1.0, 1.0, 1.0, 1.0],
+]
+EPISODE_1_LABELS = ["word 0", "word 1", "word 2"]
+
+
+@figure("figures/01-scores.svg")
+def episode_1_scores() -> str:
+    from opbyop.plot import attention_heatmap, svg
+    from opbyop.scratch import mat_mul, transpose
+
+    scores = mat_mul(EPISODE_1_WORDS, transpose(EPISODE_1_WORDS))
+    drawing = attention_heatmap(
+        scores,
+        EPISODE_1_LABELS,
+        title="Scores: Q times K transposed",
+        value_range=None,
+        value_label="score",
+        row_axis="query",
+        column_axis="key",
+        decimals=0,
+    )
+    return svg(
+        drawing,
+        "A 3 by 3 grid of scores; rows are queries, columns are keys. "
+        + " ".join(f"Row {i}: {', '.join(f'{s:g}' for s in row)}." for i, row in enumerate(scores)),
+    )
+
+
+@figure("figures/01-weights.svg")
+def episode_1_weights() -> str:
+    from opbyop.plot import attention_heatmap, svg
+    from opbyop.scratch import mat_mul, scale, softmax, transpose
+
+    scores = mat_mul(EPISODE_1_WORDS, transpose(EPISODE_1_WORDS))
+    weights = softmax(scale(scores, vector_size=len(EPISODE_1_WORDS[0])))
+    drawing = attention_heatmap(
+        weights,
+        EPISODE_1_LABELS,
+        title="Weights: softmax of the scaled scores",
+        row_axis="query",
+        column_axis="key",
+    )
+    return svg(
+        drawing,
+        "A 3 by 3 grid of attention weights from 0 to 1; rows are queries, "
+        "columns are keys; each row adds up to 1. "
+        + " ".join(
+            f"Row {i}: {', '.join(f'{w:.2f}' for w in row)}." for i, row in enumerate(weights)
+        ),
+    )

@@ -1,0 +1,210 @@
+"""Pictures of attention: heatmaps as SVG, with alt text, for pages and notebooks.
+
+Needs matplotlib, the ``plot`` extra (``pip install "opbyop[plot]"``);
+``import opbyop`` does not import this module, so the library itself needs only
+NumPy.
+
+Every picture is drawn on a white background with dark text, so it reads the
+same in the site's light and dark themes, and carries a description for
+screen readers: `svg` puts it in the SVG's ``<title>``, and `Picture` shows it
+as the ``alt`` text of an ``<img>`` in a notebook.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+try:
+    import matplotlib as mpl
+    from matplotlib.figure import Figure
+except ImportError as error:  # pragma: no cover - depends on the installation
+    raise ImportError('opbyop.plot needs matplotlib: pip install "opbyop[plot]"') from error
+
+__all__ = ["Picture", "attention_heatmap", "picture", "svg"]
+
+# Readable for colour-blind readers, dark (low values) to light (high values).
+COLOURMAP = "viridis"
+# Style keys fixed for every picture, so an SVG is the same on every machine
+# and every run: text stays text (small, searchable), no date, fixed ids.
+_STYLE = {
+    "svg.fonttype": "none",
+    "svg.hashsalt": "opbyop",
+    "font.family": ["DejaVu Sans", "sans-serif"],
+    "font.size": 10,
+    "text.color": "black",
+    "axes.labelcolor": "black",
+    "xtick.color": "black",
+    "ytick.color": "black",
+}
+
+
+def _text_colour(rgba: Sequence[float]) -> str:
+    """Black or white, whichever contrasts more with a cell of this colour."""
+    r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgba[:3])
+    luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    # 0.179: the luminance at which black and white text contrast equally (WCAG)
+    return "black" if luminance > 0.179 else "white"
+
+
+def attention_heatmap(
+    weights: ArrayLike,
+    rows: Sequence[str],
+    columns: Sequence[str] | None = None,
+    *,
+    title: str = "",
+    value_range: tuple[float, float] | None = (0.0, 1.0),
+    value_label: str = "attention weight",
+    row_axis: str = "query (the word looking)",
+    column_axis: str = "key (the word looked at)",
+    decimals: int = 2,
+) -> Figure:  # [n_rows, n_columns] -> a figure
+    """Draw a matrix as a grid of coloured cells, each with its value written in.
+
+    Parameters
+    ----------
+    weights : array_like
+        A 2-D matrix: attention weights, scores, anything with one row per
+        query and one column per key.
+    rows, columns : sequence of str
+        The labels down the side (one per row) and across the bottom (one per
+        column). `columns` defaults to `rows`, as in self-attention.
+    title : str
+        The title above the grid.
+    value_range : (float, float) or None
+        The values the colours span. ``(0, 1)``, the default, is every value a
+        weight can take; ``None`` spans the matrix's own smallest to largest.
+    value_label : str
+        What the colour bar measures.
+    row_axis, column_axis : str
+        The axis labels.
+    decimals : int
+        How many decimals each cell shows.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure, not attached to pyplot: pass it to `svg` or `picture`.
+
+    Raises
+    ------
+    ValueError
+        If `weights` is not 2-D, or the labels do not match its shape.
+
+    Examples
+    --------
+    >>> from opbyop.plot import attention_heatmap, svg
+    >>> figure = attention_heatmap([[0.9, 0.1], [0.3, 0.7]], ["a", "b"])
+    >>> text = svg(figure, "Two words; each looks mostly at itself.")
+    >>> text.startswith("<svg") and "<title>Two words" in text
+    True
+    """
+    values = np.asarray(weights, dtype=np.float64)
+    columns = list(rows if columns is None else columns)
+    if values.ndim != 2:
+        raise ValueError(f"attention_heatmap: weights must be 2-D, got shape {values.shape}")
+    if values.shape != (len(rows), len(columns)):
+        raise ValueError(
+            f"attention_heatmap: weights has shape {values.shape}, but there "
+            f"are {len(rows)} row labels and {len(columns)} column labels"
+        )
+    low, high = (
+        value_range if value_range is not None else (float(values.min()), float(values.max()))
+    )
+    with mpl.rc_context(_STYLE):
+        size = max(len(rows), len(columns))
+        side = min(7.0, 2.5 + 0.55 * size)
+        figure = Figure(figsize=(side + 1.3, side), facecolor="white")
+        axes = figure.add_subplot()
+        image = axes.imshow(values, cmap=COLOURMAP, vmin=low, vmax=high)
+        axes.set_xticks(range(len(columns)), columns, rotation=45, ha="right")
+        axes.set_yticks(range(len(rows)), rows)
+        axes.set_xlabel(column_axis)
+        axes.set_ylabel(row_axis)
+        if title:
+            axes.set_title(title)
+        span = (high - low) or 1.0
+        for i, row in enumerate(values):
+            for j, value in enumerate(row):
+                cell = image.cmap((value - low) / span)
+                axes.text(
+                    j,
+                    i,
+                    f"{value:.{decimals}f}",
+                    ha="center",
+                    va="center",
+                    fontsize=9,
+                    color=_text_colour(cell),
+                )
+        figure.colorbar(image, ax=axes, label=value_label)
+        figure.set_layout_engine("tight")
+    return figure
+
+
+_SVG_START = re.compile(r"<svg\b[^>]*>")
+
+
+def svg(figure: Figure, alt: str) -> str:
+    """The figure as SVG text, with `alt` as its ``<title>`` and accessible name.
+
+    The text is the same on every run for the same figure, so a build that
+    writes it changes nothing when nothing changed.
+
+    Examples
+    --------
+    >>> from opbyop.plot import attention_heatmap, svg
+    >>> text = svg(attention_heatmap([[1.0]], ["word"]), "One word.")
+    >>> '<svg role="img" aria-label="One word."' in text
+    True
+    """
+    if not alt.strip():
+        raise ValueError("svg: alt must describe the picture, got an empty text")
+    buffer = io.StringIO()
+    with mpl.rc_context(_STYLE):
+        figure.savefig(buffer, format="svg", facecolor="white", metadata={"Date": None})
+    text = buffer.getvalue()
+    text = text[text.index("<svg") :]  # drop the XML prolog and doctype
+    label = html.escape(alt, quote=True)
+    opening = _SVG_START.search(text)
+    assert opening is not None  # matplotlib always writes one
+    start = opening.group(0).replace("<svg", f'<svg role="img" aria-label="{label}"', 1)
+    return (
+        text[: opening.start()]
+        + f"{start}\n <title>{html.escape(alt)}</title>"
+        + text[opening.end() :]
+    )
+
+
+@dataclass(frozen=True)
+class Picture:
+    """An SVG picture with its alt text; a notebook shows it as an ``<img>``."""
+
+    svg: str
+    alt: str
+
+    def _repr_html_(self) -> str:
+        data = base64.b64encode(self.svg.encode("utf-8")).decode("ascii")
+        return (
+            f'<img src="data:image/svg+xml;base64,{data}" '
+            f'alt="{html.escape(self.alt, quote=True)}" style="max-width:100%">'
+        )
+
+
+def picture(figure: Figure, alt: str) -> Picture:
+    """The figure as a `Picture`: the last line of a notebook cell shows it.
+
+    Examples
+    --------
+    >>> from opbyop.plot import attention_heatmap, picture
+    >>> shown = picture(attention_heatmap([[1.0]], ["word"]), "One word.")
+    >>> shown._repr_html_().startswith('<img src="data:image/svg+xml')
+    True
+    """
+    return Picture(svg(figure, alt), alt)
