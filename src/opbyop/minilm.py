@@ -44,11 +44,15 @@ import hashlib
 import importlib.util
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
 from typing import Protocol
+
+import safetensors.numpy
+
+from opbyop.tokenizer import WordPiece
 
 # isort: split
 # --8<-- [start:setup]
@@ -57,6 +61,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from opbyop import ops
+from opbyop.heads import multi_head_attention, split_heads
 from opbyop.layers import gelu, layer_norm, linear
 
 Array = NDArray[Any]
@@ -272,7 +278,7 @@ def attention_weights(
     """How much each token attends to each other token, in every head."""
     q = split_heads(linear(x, *attention.query), N_HEADS)  # [12, n, 32]
     k = split_heads(linear(x, *attention.key), N_HEADS)
-    return ops_attention_weights(q, k)  # softmax(q k^T / sqrt(32))
+    return ops.attention_weights(q, k)  # softmax(q k^T / sqrt(32))
 
 
 # --8<-- [end:attention_weights]
@@ -694,7 +700,7 @@ def _load(folder: Path) -> MiniLM:
     layers = tuple(
         _layer(tensors, f"encoder.layer.{i}.") for i in range(N_LAYERS)
     )
-    tokenizer = _word_piece(files["vocab.txt"])
+    tokenizer = WordPiece.from_file(files["vocab.txt"], max_length=MAX_TOKENS)
     return MiniLM(
         embeddings, layers, tokenizer, tensors=tensors, folder=folder
     )
@@ -736,9 +742,7 @@ def _check_config(file: Path) -> None:
 
 def _read_tensors(data: bytes) -> dict[str, Array]:
     """Every tensor in the file, float32 and read-only (shared by all)."""
-    from safetensors.numpy import load as load_safetensors
-
-    tensors = load_safetensors(data)
+    tensors = safetensors.numpy.load(data)
     for name, tensor in tensors.items():
         if tensor.dtype != np.float32 and name != "embeddings.position_ids":
             raise ValueError(f"{name} is {tensor.dtype}, expected float32")
@@ -770,60 +774,3 @@ def _layer(tensors: Mapping[str, Array], prefix: str) -> Layer:
         ),
         feed_forward_norm=_norm(tensors, prefix + "output.LayerNorm"),
     )
-
-
-def _word_piece(vocab: Path) -> Tokenizer:
-    from opbyop.tokenizer import WordPiece  # type: ignore[import-not-found]
-
-    tokenizer: Tokenizer = WordPiece.from_file(vocab, max_length=MAX_TOKENS)
-    return tokenizer
-
-
-# ------------------------------------------------------------ stand-ins
-# Until opbyop's masked multi-head attention lands: the same computation.
-
-
-def split_heads(
-    x: Array, n_heads: int
-) -> Array:  # [..., n, d] -> [..., h, n, d/h]
-    *batch, n, d = x.shape
-    return np.swapaxes(x.reshape(*batch, n, n_heads, d // n_heads), -2, -3)
-
-
-def merge_heads(x: Array) -> Array:  # [..., h, n, d/h] -> [..., n, d]
-    *batch, h, n, d = x.shape
-    return np.swapaxes(x, -2, -3).reshape(*batch, n, h * d)
-
-
-def multi_head_attention(
-    x: Array,
-    w_q: Array,
-    b_q: Array,
-    w_k: Array,
-    b_k: Array,
-    w_v: Array,
-    b_v: Array,
-    w_o: Array,
-    b_o: Array,
-    *,
-    n_heads: int,
-    mask: Array | None = None,
-) -> Array:
-    q = split_heads(linear(x, w_q, b_q), n_heads)
-    k = split_heads(linear(x, w_k, b_k), n_heads)
-    v = split_heads(linear(x, w_v, b_v), n_heads)
-    scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
-    if mask is not None:
-        scores = np.where(mask, scores, -np.inf)
-    scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    weights = scores / scores.sum(axis=-1, keepdims=True)
-    return linear(merge_heads(weights @ v), w_o, b_o)
-
-
-def ops_attention_weights(q: Array, k: Array) -> Array:
-    from opbyop import attention_weights as weights
-
-    return weights(q, k)
-
-
-_unused: tuple[Callable[..., Any], ...] = ()
