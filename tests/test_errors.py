@@ -185,7 +185,7 @@ def test_batch_dimensions_must_broadcast() -> None:
 @pytest.mark.parametrize("bad", ["0.5", True, [0.5], 1j])
 def test_scale_must_be_a_real_number(bad: Any) -> None:
     with pytest.raises(TypeError, match=r"scale must be a real number or None"):
-        attention(**QKV, scale=bad)
+        attention(QKV["q"], QKV["k"], QKV["v"], scale=bad)
     with pytest.raises(TypeError, match=r"scale must be a real number or None"):
         attention_weights(QKV["q"], QKV["k"], scale=bad)
 
@@ -195,11 +195,21 @@ def test_scale_is_keyword_only() -> None:
         attention(QKV["q"], QKV["k"], QKV["v"], 0.5)  # type: ignore[call-arg]
 
 
-@pytest.mark.parametrize(("x", "axis"), [(np.ones((2, 3)), 2), (np.ones((2, 3)), -3), (3.0, -1)])
+@pytest.mark.parametrize(("x", "axis"), [(np.ones((2, 3)), 2), (np.ones((2, 3)), -3)])
 def test_softmax_axis_out_of_range(x: Any, axis: int) -> None:
     shape = re.escape(str(np.shape(x)))
     with pytest.raises(ValueError, match=rf"axis {axis} is out of range for x with shape {shape}"):
         softmax(x, axis=axis)
+
+
+@pytest.mark.parametrize("x", [1000.0, np.float32(2.5), np.array(7)])
+def test_softmax_of_a_single_number_says_x_needs_a_dimension(x: Any) -> None:
+    number = re.escape(repr(np.asarray(x).item()))
+    match = rf"x needs at least one dimension.* got the single number {number}, shape \(\)"
+    with pytest.raises(ValueError, match=match):
+        softmax(x)
+    with pytest.raises(ValueError, match=r"x needs at least one dimension"):
+        softmax(x, axis=0)
 
 
 @pytest.mark.parametrize("axis", [1.0, "0", None, (0, 1)])

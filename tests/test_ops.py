@@ -67,12 +67,19 @@ def test_float32_stays_float32_whatever_the_type_of_scale() -> None:
         assert attention(x, x, x, scale=scale).dtype == np.float32
 
 
-def test_mixed_dtypes_promote() -> None:
+def test_mixed_dtypes_are_refused_as_in_pytorch() -> None:
     f16, f32, f64 = (rand(2, 4, dtype=t) for t in (np.float16, np.float32, np.float64))
-    integers = np.ones((2, 4), dtype=np.int32)
-    assert attention(f16, f16, f32).dtype == np.float32
-    assert attention(f32, f64, f32).dtype == np.float64
-    assert attention(integers, f32, f32).dtype == np.float64  # integers become float64 first
+    match = r"q, k and v need the same dtype .* got q float32, k float16, v float32"
+    with pytest.raises(TypeError, match=match):
+        attention(f32, f16, f32)
+    with pytest.raises(TypeError, match=r"q and k need the same dtype .* got q float32, k float64"):
+        attention_weights(f32, f64)
+    with pytest.raises(TypeError, match=r"got q int32, k float32, v float32"):
+        attention(np.ones((2, 4), dtype=np.int32), f32, f32)  # integers count as float64
+    # Integers, booleans and float64 all count as float64: no mix there.
+    integers, booleans = np.ones((2, 4), dtype=np.int32), np.ones((2, 4), dtype=bool)
+    assert attention(integers, booleans, f64).dtype == np.float64
+    assert attention_weights([[1, 2]], [[0.5, 1.5]]).dtype == np.float64
 
 
 def test_float16_is_computed_in_float32() -> None:
@@ -210,6 +217,38 @@ def test_scores_past_the_dtype_overflow_to_nan_rows_as_in_pytorch() -> None:
     big = np.finfo(np.float64).max / 2
     out64 = attention([[big, big]], [[big, big]], [[1.0]])
     assert np.isnan(out64).all()
+
+
+@pytest.mark.parametrize("n_k", [2, 3])
+def test_scores_overflow_only_where_the_scaled_scores_do_as_in_sdpas_math_path(n_k: int) -> None:
+    # q @ k.T is 4.5e38 for row 0 and key 0, past float32's 3.4e38; scaled by
+    # 1/sqrt(2) it is 3.2e38, which fits. PyTorch's math path multiplies q and
+    # k by sqrt(scale) each before the product and returns [1, 2] for row 0.
+    q = np.array([[1.5e19, 1.5e19], [1, 0]], dtype=np.float32)
+    k = np.array([[1.5e19, 1.5e19], [0, 1], [1, 1]][:n_k], dtype=np.float32)
+    v = np.array([[1, 2], [3, 4], [5, 6]][:n_k], dtype=np.float32)
+    out = attention(q, k, v)  # -W error: no RuntimeWarning either
+    np.testing.assert_array_equal(out[0], [1, 2])
+    weights = attention_weights(q, k)
+    np.testing.assert_array_equal(weights[0], [1] + [0] * (n_k - 1))
+    np.testing.assert_allclose(weights @ v, out, rtol=1e-6)  # the two functions agree
+
+
+def test_a_row_whose_scores_all_overflow_to_minus_inf_gives_zeros_as_in_pytorch() -> None:
+    # Every score of row 0 is -1e40: -inf in float32. SDPA treats such a row as
+    # fully masked (zeros); torch.softmax, and so our softmax, gives nan.
+    q = np.array([[1e20], [1.0]], dtype=np.float32)
+    k = np.array([[-1e20], [-1e20]], dtype=np.float32)
+    v = np.array([[1.0], [2.0]], dtype=np.float32)
+    np.testing.assert_array_equal(attention(q, k, v), [[0.0], [1.5]])
+    np.testing.assert_array_equal(attention_weights(q, k), [[0, 0], [0.5, 0.5]])
+    assert np.isnan(softmax(np.array([-np.inf, -np.inf]))).all()
+
+
+def test_a_negative_scale_flips_the_scores() -> None:
+    q, k, v = rand(3, 4, seed=1), rand(5, 4, seed=2), rand(5, 2, seed=3)
+    np.testing.assert_allclose(attention_weights(q, k, scale=-0.5), softmax(-0.5 * q @ k.T))
+    np.testing.assert_allclose(attention(q, k, v, scale=-0.5), softmax(-0.5 * q @ k.T) @ v)
 
 
 def test_values_near_the_largest_float_give_no_warning() -> None:

@@ -16,6 +16,9 @@ Every case is a set of arrays stored under ``<case>__<name>``:
 - softmax cases (``torch.softmax``): ``x``, ``axis`` and ``out``.
 
 Inputs come from a seeded NumPy generator, so reruns give the same file.
+
+It also writes tests/data/heads_reference.npz (see `write_heads_reference`):
+``torch.nn.MultiheadAttention``'s answers, with its weights set from ours.
 """
 
 from __future__ import annotations
@@ -158,6 +161,131 @@ def main() -> None:
     np.savez_compressed(args.out, allow_pickle=False, **data)
     cases = {key.split("__")[0] for key in data}
     print(f"wrote {len(cases)} cases to {args.out} (torch {torch.__version__})")
+    write_heads_reference(HEADS_OUT)
+
+
+# ---------------------------------------------------------------- multi-head attention
+
+HEADS_OUT = OUT.with_name("heads_reference.npz")
+PARAMS = ["w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o"]
+
+
+def heads_inputs(rng: np.random.Generator) -> dict[str, dict[str, Array]]:
+    """The multi-head cases: name -> x, n_heads, is_causal, the weights, maybe a mask.
+
+    Masks are ours: True where a query may look at a key.
+    """
+    f32 = "float32"
+
+    def case(
+        batch: tuple[int, ...],
+        n: int,
+        d_model: int,
+        n_heads: int,
+        dtype: str = "float64",
+        mask: Array | None = None,
+        is_causal: bool = False,
+        bias: bool = True,
+    ) -> dict[str, Array]:
+        arrays = {
+            "x": normal(rng, *batch, n, d_model, dtype=dtype),
+            "n_heads": np.array(n_heads),
+            "is_causal": np.array(is_causal),
+        }
+        for name in PARAMS:
+            shape = (d_model, d_model) if name[0] == "w" else (d_model,)
+            if bias or name[0] == "w":  # weights scaled as nn.Linear initialises them
+                arrays[name] = normal(rng, *shape, dtype=dtype, mag=d_model**-0.5)
+        if mask is not None:
+            arrays["mask"] = mask
+        return arrays
+
+    def padding(lengths: list[int], n: int) -> Array:
+        """[batch, 1, 1, n]: True at each sentence's first `length` tokens."""
+        return (np.arange(n) < np.array(lengths)[:, None])[:, None, None, :]
+
+    shared = (rng.random((4, 4)) < 0.7) | np.eye(4, dtype=bool)  # one for every sentence
+    per_head = rng.random((2, 3, 6, 6)) < 0.6
+    per_head[:, :, :, 0] = True  # every query may look at one key at least...
+    per_head[1, 2, 4, :] = False  # ...but this one, which gets zeros from its head
+    return {
+        "plain_f64": case((2,), 5, 8, 2),
+        "plain_f32": case((2,), 5, 8, 2, f32),
+        "unbatched_f64": case((), 6, 12, 3),
+        "one_head_f64": case((2,), 4, 6, 1),
+        "no_bias_f64": case((2,), 5, 8, 4, bias=False),
+        "padding_f64": case((3,), 6, 16, 4, mask=padding([6, 4, 1], 6)),
+        "padding_f32": case((3,), 6, 16, 4, f32, mask=padding([6, 4, 1], 6)),
+        "causal_f64": case((2,), 6, 12, 3, is_causal=True),
+        "causal_f32": case((2,), 6, 12, 3, f32, is_causal=True),
+        "padding_causal_f64": case((2,), 5, 8, 2, mask=padding([5, 3], 5), is_causal=True),
+        "padding_causal_f32": case((2,), 5, 8, 2, f32, mask=padding([5, 3], 5), is_causal=True),
+        "shared_mask_f64": case((2,), 4, 8, 2, mask=shared),
+        "per_head_mask_f64": case((2,), 6, 12, 3, mask=per_head),
+        "per_head_mask_f32": case((2,), 6, 12, 3, f32, mask=per_head),
+        "twelve_heads_f32": case((2,), 7, 48, 12, f32, mask=padding([7, 5], 7)),
+        "twelve_heads_f64": case((2,), 7, 48, 12, mask=padding([7, 5], 7)),
+    }
+
+
+def torch_masks(
+    mask: Array | None, is_causal: bool, batch: tuple[int, ...], n_heads: int, n: int
+) -> dict[str, Any]:
+    """Our mask and is_causal as the keywords of ``nn.MultiheadAttention``.
+
+    Its boolean masks mean the opposite of ours (True: may not look), its
+    ``is_causal`` is only a hint that needs the causal ``attn_mask`` too, and it
+    takes a padding mask as ``key_padding_mask`` ``[batch, n]``.
+    """
+    causal = np.tril(np.ones((n, n), dtype=bool))  # query i sees keys 0..i
+    if mask is None:
+        return {"attn_mask": torch.from_numpy(~causal), "is_causal": True} if is_causal else {}
+    if mask.shape == (*batch, 1, 1, n) and not is_causal:  # a padding mask
+        return {"key_padding_mask": torch.from_numpy(~mask[..., 0, 0, :])}
+    allowed = mask & causal if is_causal else mask
+    if allowed.ndim == 2:  # one (n, n) mask for every sentence and head
+        return {"attn_mask": torch.from_numpy(~allowed)}
+    allowed = np.broadcast_to(allowed, (*batch, n_heads, n, n))
+    return {"attn_mask": torch.from_numpy(~allowed.reshape(-1, n, n))}  # [batch * heads, n, n]
+
+
+def torch_multi_head_attention(case: dict[str, Array]) -> Array:
+    """``nn.MultiheadAttention`` (batch_first) with the case's weights, on its x."""
+    x, n_heads, is_causal = case["x"], int(case["n_heads"]), bool(case["is_causal"])
+    d_model, bias = x.shape[-1], "b_q" in case
+    dtype = torch.float64 if x.dtype == np.float64 else torch.float32
+    mha = torch.nn.MultiheadAttention(d_model, n_heads, bias=bias, batch_first=True, dtype=dtype)
+    params = {"in_proj_weight": np.concatenate([case["w_q"], case["w_k"], case["w_v"]])}
+    params["out_proj.weight"] = case["w_o"]
+    if bias:
+        params["in_proj_bias"] = np.concatenate([case["b_q"], case["b_k"], case["b_v"]])
+        params["out_proj.bias"] = case["b_o"]
+    mha.load_state_dict({name: torch.from_numpy(value) for name, value in params.items()})
+    masks = torch_masks(case.get("mask"), is_causal, x.shape[:-2], n_heads, x.shape[-2])
+    t = torch.from_numpy(x)
+    # Gradients on (the default): its plain path through SDPA, not the fused
+    # inference kernel (on these cases the two agree to rounding).
+    out, _ = mha(t, t, t, need_weights=False, **masks)
+    return np.asarray(out.detach().numpy())
+
+
+def write_heads_reference(out: Path) -> None:
+    """Write `out`: every multi-head case's inputs and PyTorch's output.
+
+    `main` calls it; to write this file alone::
+
+        python -c "import make_reference as m; m.write_heads_reference(m.HEADS_OUT)"
+
+    from the ``tools`` folder.
+    """
+    rng = np.random.default_rng(20250102)
+    data: dict[str, Array] = {}
+    for name, case in heads_inputs(rng).items():
+        case["out"] = torch_multi_head_attention(case)
+        data |= {f"heads_{name}__{key}": value for key, value in case.items()}
+    np.savez_compressed(out, allow_pickle=False, **data)
+    cases = {key.split("__")[0] for key in data}
+    print(f"wrote {len(cases)} cases to {out} (torch {torch.__version__})")
 
 
 if __name__ == "__main__":

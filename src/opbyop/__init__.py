@@ -3,17 +3,28 @@
 `opbyop.scratch` writes each operation out in plain Python, with lists and
 loops. The functions exported here are the same operations in NumPy, on arrays
 with any leading batch dimensions: the versions to copy into real code.
+`WordPiece` and its steps turn text into the token ids a model reads; they
+work on strings, in plain Python.
 """
 
+from opbyop.heads import merge_heads, multi_head_attention, split_heads
 from opbyop.layers import linear
 from opbyop.ops import attention, attention_weights, softmax
+from opbyop.tokenizer import WordPiece, normalize_text, split_words, word_pieces
 from opbyop.words import vocabulary, word_vectors
 
 __all__ = [
+    "WordPiece",
     "attention",
     "attention_weights",
     "linear",
+    "merge_heads",
+    "multi_head_attention",
+    "normalize_text",
     "softmax",
+    "split_heads",
+    "split_words",
     "vocabulary",
+    "word_pieces",
     "word_vectors",
 ]

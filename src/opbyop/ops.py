@@ -9,13 +9,22 @@ heads, ...) broadcast against each other as in ``@``.
 Numerics follow PyTorch:
 
 - float64 and float32 stay as they are; float16 is computed in float32 and
-  returned as float16; integers and booleans become float64.
+  returned as float16; integers and booleans become float64. q, k and v must
+  share one dtype (integers and booleans counting as float64): PyTorch
+  refuses a mix too, and a silent promotion would hide a float64 array that
+  makes everything twice as slow.
 - softmax subtracts each row's largest score first, so no finite input
   overflows ``exp`` or raises a RuntimeWarning.
 - A softmax row holding ``+inf`` or ``nan``, or only ``-inf``, is all ``nan``.
-- Attention scores too large for the dtype (``q @ k.T`` above about 3.4e38 in
-  float32) become ``inf``, so their rows are ``nan``, as in PyTorch's
-  ``scaled_dot_product_attention``; no RuntimeWarning is raised for it.
+- Attention follows the math path of PyTorch's
+  ``scaled_dot_product_attention`` (the one it takes for 2-D and 3-D inputs):
+  q and k are each multiplied by ``sqrt(scale)`` before their product, so
+  scores overflow only where ``q @ k.T * scale`` itself is too large for the
+  dtype. Such a score becomes ``inf`` and its row ``nan``, with no
+  RuntimeWarning. (PyTorch's fused CPU kernel, which it uses for 4-D inputs,
+  scales after the product, so it overflows sooner.)
+- In attention, a query row whose scores are all ``-inf`` (every key masked
+  out) gets zero weights and a zero output, as in PyTorch 2.5 and later.
 
 References
 ----------
@@ -34,7 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from functools import cache
 from numbers import Real
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -43,6 +52,7 @@ from threadpoolctl import ThreadpoolController
 __all__ = ["attention", "attention_weights", "softmax"]
 
 FloatArray = NDArray[np.floating[Any]]
+T = TypeVar("T", bound=np.generic)
 
 
 def softmax(x: ArrayLike, axis: int = -1) -> FloatArray:  # [..., n] -> [..., n]
@@ -64,7 +74,8 @@ def softmax(x: ArrayLike, axis: int = -1) -> FloatArray:  # [..., n] -> [..., n]
         Weights, same shape as `x`. float32 and float64 stay as they are,
         float16 is computed in float32, integers and booleans give float64.
         A row holding ``+inf`` or ``nan``, or only ``-inf``, gives ``nan``,
-        as with ``torch.softmax``.
+        as with ``torch.softmax``. (Attention gives such a row of only
+        ``-inf`` zeros instead: see `attention_weights`.)
 
     Examples
     --------
@@ -76,18 +87,29 @@ def softmax(x: ArrayLike, axis: int = -1) -> FloatArray:  # [..., n] -> [..., n]
            [0. , 1. ]])
     """
     (scores,) = _checked(x=x)
+    if scores.ndim == 0:
+        raise ValueError(
+            "x needs at least one dimension, an axis to add up along: got the single"
+            f" number {scores.item()!r}, shape (); pass [x] for a row of one score"
+        )
     axis = _check_axis(axis, scores, "x")
     (scores,), out_dtype = _cast(scores)
     return _softmax(scores.copy(), axis).astype(out_dtype, copy=False)
 
 
 def attention_weights(
-    q: ArrayLike, k: ArrayLike, *, scale: float | None = None
+    q: ArrayLike,
+    k: ArrayLike,
+    *,
+    mask: ArrayLike | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
 ) -> FloatArray:  # [..., n_q, d_k], [..., n_k, d_k] -> [..., n_q, n_k]
     """How much each query attends to each key: ``softmax(q @ k.T * scale)``.
 
     The first episode's four operations at once: compare every query with
     every key (``@`` with `k` transposed), scale, then softmax each row.
+    Keys a query may not look at (`mask`, `is_causal`) get weight 0.
 
     Use it to look at the weights: to print, plot or test them. It holds all
     ``n_q x n_k`` of them (1 GiB of float32 at n = 16384), so to compute
@@ -98,16 +120,28 @@ def attention_weights(
     q : array_like, shape (..., n_q, d_k)
         The queries.
     k : array_like, shape (..., n_k, d_k)
-        The keys. Batch dimensions broadcast against those of `q`.
+        The keys. Batch dimensions broadcast against those of `q`. Same
+        dtype as `q` (integers and booleans count as float64).
+    mask : array_like of bool, optional
+        Which keys each query may look at: True where it may. Any shape
+        that broadcasts to the scores' ``(..., n_q, n_k)``; a padding mask
+        of shape ``(batch, 1, 1, n_k)`` hides the same keys from every head
+        and query.
+    is_causal : bool, optional
+        If True, query ``i`` looks at keys ``0..i`` only, counted from the
+        top left as in PyTorch when ``n_q != n_k``. With a `mask` too, a
+        key must pass both.
     scale : float, optional
         What the scores are multiplied by. Default: ``1 / sqrt(d_k)``.
 
     Returns
     -------
     numpy.ndarray, shape (..., n_q, n_k)
-        Each row holds one query's weights, adding up to 1. With no keys the
-        rows are empty. Scores too large for the dtype overflow to ``inf`` and
-        give ``nan`` rows, as in PyTorch.
+        Each row holds one query's weights, adding up to 1. A query that may
+        look at no key gets a row of zeros, as in PyTorch 2.5 and later
+        (JAX's ``dot_product_attention`` gives it equal weights on every key
+        instead). With no keys the rows are empty. Scores too large for the
+        dtype overflow to ``inf`` and give ``nan`` rows, as in PyTorch.
 
     Examples
     --------
@@ -116,23 +150,38 @@ def attention_weights(
     >>> attention_weights(x, x).round(3)
     array([[0.67, 0.33],
            [0.33, 0.67]])
+    >>> attention_weights(x, x, is_causal=True).round(3)
+    array([[1.  , 0.  ],
+           [0.33, 0.67]])
     """
     q, k = _checked(q=q, k=k)
+    keep = _checked_mask(mask, is_causal, q, k)
     scale = _scale(scale, d_k=q.shape[-1])
     (q, k), out_dtype = _cast(q, k)
+    q, k = _scaled(q, k, scale)
     with np.errstate(over="ignore", invalid="ignore"):  # too-big scores: inf, as in PyTorch
         scores = q @ np.swapaxes(k, -1, -2)  # mat_mul with k transposed: [..., n_q, n_k]
-        scores *= scale  # scale: 1 / sqrt(d_k) unless given
-    return _softmax(scores, axis=-1).astype(out_dtype, copy=False)  # each row adds up to 1
+    if keep is not None:
+        np.copyto(scores, -np.inf, where=~keep)  # a hidden key counts as a score of -inf
+    weights = _softmax(scores, axis=-1, hidden_rows_zero=True)  # each row adds up to 1
+    return weights.astype(out_dtype, copy=False)
 
 
 def attention(
-    q: ArrayLike, k: ArrayLike, v: ArrayLike, *, scale: float | None = None
+    q: ArrayLike,
+    k: ArrayLike,
+    v: ArrayLike,
+    *,
+    mask: ArrayLike | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
 ) -> FloatArray:  # [..., n_q, d_k], [..., n_k, d_k], [..., n_k, d_v] -> [..., n_q, d_v]
     """Scaled dot-product attention: each query's weighted average of the values.
 
-    ``attention_weights(q, k) @ v``, as ``torch.nn.functional.scaled_dot_product_attention``
-    computes it without a mask or dropout.
+    ``attention_weights(q, k, mask=mask, is_causal=is_causal) @ v``, as the
+    math path of ``torch.nn.functional.scaled_dot_product_attention`` computes
+    it without dropout: q and k are each multiplied by ``sqrt(scale)`` before
+    their product.
 
     Use it for the result; use `attention_weights` to look at the weights. It
     goes through the queries a block of rows at a time, so it never holds all
@@ -151,7 +200,17 @@ def attention(
     k : array_like, shape (..., n_k, d_k)
         The keys.
     v : array_like, shape (..., n_k, d_v)
-        The values, one per key. Batch dimensions of `q`, `k` and `v` broadcast.
+        The values, one per key. Batch dimensions of `q`, `k` and `v`
+        broadcast. All three share one dtype (integers and booleans count as
+        float64); a mix is refused, as PyTorch refuses it.
+    mask : array_like of bool, optional
+        Which keys each query may look at: True where it may. Any shape
+        that broadcasts to the scores' ``(..., n_q, n_k)``, such as a padding
+        mask of shape ``(batch, 1, 1, n_k)``.
+    is_causal : bool, optional
+        If True, query ``i`` looks at keys ``0..i`` only, counted from the
+        top left as in PyTorch when ``n_q != n_k``. With a `mask` too, a
+        key must pass both (PyTorch refuses the two together).
     scale : float, optional
         What the scores are multiplied by. Default: ``1 / sqrt(d_k)``, where
         ``d_k`` is the last dimension of `q` and `k` (not of `v`).
@@ -159,8 +218,10 @@ def attention(
     Returns
     -------
     numpy.ndarray, shape (..., n_q, d_v)
-        One mixed vector per query. No queries give an empty result; no keys
-        give zeros, as in PyTorch.
+        One mixed vector per query. A query that may look at no key gets
+        zeros, as in PyTorch 2.5 and later; JAX's ``dot_product_attention``
+        gives it the plain average of all the values instead. No queries
+        give an empty result; no keys give zeros, as in PyTorch.
 
     Examples
     --------
@@ -171,28 +232,53 @@ def attention(
     >>> out.round(3), out.dtype
     (array([[0.67, 0.33],
            [0.33, 0.67]], dtype=float32), dtype('float32'))
+    >>> attention(x, x, x, mask=[[True, False], [False, False]])
+    array([[1., 0.],
+           [0., 0.]], dtype=float32)
     """
     q, k, v = _checked(q=q, k=k, v=v)
+    keep = _checked_mask(mask, is_causal, q, k, v)
     scale = _scale(scale, d_k=q.shape[-1])
     (q, k, v), out_dtype = _cast(q, k, v)  # float32 or wider, even for float16
-    return _blocked_attention(q, k, v, scale).astype(out_dtype, copy=False)
+    return _blocked_attention(q, k, v, scale, keep=keep).astype(out_dtype, copy=False)
 
 
-def _softmax(x: FloatArray, axis: int) -> FloatArray:
-    """Softmax of a float array along `axis`, computed in place in `x`."""
-    _exp_minus_max(x, axis)
+def _softmax(x: FloatArray, axis: int, *, hidden_rows_zero: bool = False) -> FloatArray:
+    """Softmax of a float array along `axis`, computed in place in `x`.
+
+    A row of only ``-inf`` gives ``nan`` (``torch.softmax``), or zeros with
+    `hidden_rows_zero` (attention, as PyTorch's SDPA).
+    """
+    _exp_minus_max(x, axis, hidden_rows_zero=hidden_rows_zero)
+    sums = x.sum(axis=axis, keepdims=True)
+    if hidden_rows_zero:
+        _no_zero_sums(sums)
     with np.errstate(invalid="ignore"):  # a nan row stays nan
-        x /= x.sum(axis=axis, keepdims=True)
+        x /= sums
     return x
 
 
-def _exp_minus_max(x: FloatArray, axis: int) -> None:
-    """``exp(x - max(x))`` along `axis`, in place in `x`: softmax but for the division."""
+def _exp_minus_max(x: FloatArray, axis: int, *, hidden_rows_zero: bool = False) -> None:
+    """``exp(x - max(x))`` along `axis`, in place in `x`: softmax but for the division.
+
+    With `hidden_rows_zero` a row of only ``-inf`` becomes zeros, not ``nan``.
+    """
     # An empty row has no maximum: `initial` makes it -inf (and the row stays empty).
     biggest = x.max(axis=axis, keepdims=True, initial=-np.inf)
+    if hidden_rows_zero:
+        biggest[biggest == -np.inf] = 0.0  # then exp(-inf - 0) = 0, not exp(nan)
     with np.errstate(over="ignore", invalid="ignore"):  # inf - inf is nan, as in PyTorch
         x -= biggest  # now at most 0, so exp(x) is at most 1
         np.exp(x, out=x)
+
+
+def _no_zero_sums(sums: FloatArray) -> None:
+    """Replace sums of 0 by 1, in place: a row of zeros stays zeros when divided.
+
+    After `_exp_minus_max` a row's sum is at least 1 (its largest score gives
+    ``exp(0)``) unless the row was only ``-inf``: every key hidden.
+    """
+    sums[sums == 0.0] = 1.0
 
 
 def _checked(**arrays: ArrayLike) -> list[NDArray[Any]]:
@@ -200,6 +286,7 @@ def _checked(**arrays: ArrayLike) -> list[NDArray[Any]]:
     checked = {name: _real_array(x, name) for name, x in arrays.items()}
     if "q" in checked:
         _check_shapes(**checked)
+        _check_dtypes(**checked)
     return list(checked.values())
 
 
@@ -224,11 +311,67 @@ def _cast(*arrays: NDArray[Any]) -> tuple[list[FloatArray], np.dtype[Any]]:
 
     Integers and booleans become float64; float16 is computed in float32.
     """
-    if all(x.dtype == arrays[0].dtype for x in arrays) and arrays[0].dtype in _WORK_DTYPES:
-        return list(arrays), arrays[0].dtype  # nothing to convert: skip the costlier checks
-    out_dtype = np.result_type(*(np.float64 if x.dtype.kind in "biu" else x.dtype for x in arrays))
+    out_dtype = _work_dtype(arrays[0].dtype)  # one dtype for all: _check_dtypes saw to it
+    if out_dtype in _WORK_DTYPES and all(x.dtype == out_dtype for x in arrays):
+        return list(arrays), out_dtype  # nothing to convert
     work_dtype = np.float32 if out_dtype == np.float16 else out_dtype
     return [x.astype(work_dtype, copy=False) for x in arrays], out_dtype
+
+
+def _check_dtypes(**arrays: NDArray[Any]) -> None:
+    """q, k (and v) share one dtype, integers and booleans counting as float64.
+
+    PyTorch refuses a mix as well; promoting silently would hide, for example,
+    one float64 array that makes float32 attention twice as slow.
+    """
+    if len({_work_dtype(x.dtype) for x in arrays.values()}) > 1:
+        *names, last = arrays
+        got = ", ".join(f"{name} {x.dtype}" for name, x in arrays.items())
+        raise TypeError(
+            f"{', '.join(names)} and {last} need the same dtype (integers and booleans count"
+            f" as float64): got {got}; convert them first, for example with .astype(np.float32)"
+        )
+
+
+def _work_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    """The dtype an array of `dtype` is treated as: integers and booleans as float64."""
+    return np.dtype(np.float64) if dtype.kind in "biu" else dtype
+
+
+def _checked_mask(
+    mask: ArrayLike | None, is_causal: bool, *arrays: NDArray[Any]
+) -> NDArray[np.bool_] | None:
+    """The keys each query may look at, broadcast to the scores, or None for all.
+
+    `arrays` are q, k (and v), already checked. The result is a read-only view
+    when only `mask` is given, and a new array when `is_causal` is True.
+    """
+    if not isinstance(is_causal, (bool, np.bool_)):
+        raise TypeError(f"is_causal must be True or False, got {is_causal!r}")
+    n_q, n_k = arrays[0].shape[-2], arrays[1].shape[-2]
+    scores = (*_batch_shape(*(x.shape for x in arrays)), n_q, n_k)
+    keep = None
+    if mask is not None:
+        try:
+            keep = np.asarray(mask)
+        except ValueError as error:  # NumPy 1.24+ refuses ragged nested lists
+            raise ValueError(f"mask has ragged rows (rows of different lengths): {error}") from None
+        if keep.dtype != np.bool_:
+            raise TypeError(
+                "mask must be boolean, True where a query may look at a key:"
+                f" got dtype {keep.dtype} with shape {keep.shape}"
+            )
+        try:
+            keep = np.broadcast_to(keep, scores)
+        except ValueError:
+            raise ValueError(
+                f"mask with shape {keep.shape} does not broadcast to the scores,"
+                f" shape (..., n_q, n_k) = {scores}"
+            ) from None
+    if is_causal:
+        causal = np.tri(n_q, n_k, dtype=bool)  # query i sees keys 0..i, from the top left
+        keep = causal if keep is None else keep & causal
+    return keep
 
 
 def _check_axis(axis: int, x: NDArray[Any], name: str) -> int:
@@ -280,6 +423,22 @@ def _scale(scale: float | None, d_k: int) -> float:
     return float(scale)
 
 
+def _scaled(
+    q: FloatArray, k: FloatArray, scale: float
+) -> tuple[FloatArray, FloatArray]:  # [..., n_q, d_k], [..., n_k, d_k] -> same shapes
+    """q and k each multiplied by ``sqrt(scale)``, as PyTorch's SDPA math path does.
+
+    Their product is then the scaled scores, and it overflows only where the
+    scaled scores themselves are too large for the dtype. A negative scale
+    goes into q's factor, as in PyTorch.
+    """
+    if scale == 1.0:
+        return q, k
+    root = math.sqrt(abs(scale))
+    with np.errstate(over="ignore", invalid="ignore"):  # too big: inf, as in PyTorch
+        return q * (root if scale >= 0 else -root), k * root
+
+
 # ---------------------------------------------------------------- blocked attention
 #
 # softmax(q @ k.T) is an n_q x n_k matrix: 1 GiB of float32 at n = 16384. Its
@@ -303,45 +462,52 @@ def _blocked_attention(
     v: FloatArray,
     scale: float,
     *,
+    keep: NDArray[np.bool_] | None = None,
     block_rows: int | None = None,
     workers: int | None = None,
 ) -> FloatArray:  # [..., n_q, d_k], [..., n_k, d_k], [..., n_k, d_v] -> [..., n_q, d_v]
     """``softmax(q @ k.T * scale) @ v`` a block of query rows at a time, never all scores.
 
-    `q`, `k` and `v` are float arrays of one dtype whose shapes fit. The keyword
-    arguments, for tests, set the query rows per block and the number of threads.
+    `q`, `k` and `v` are float arrays of one dtype whose shapes fit; `keep`,
+    if given, is True where a query may look at a key, in the scores' shape.
+    The other keyword arguments, for tests, set the query rows per block and
+    the number of threads.
     """
     batch = _batch_shape(q.shape, k.shape, v.shape)
     n_q, n_k, d_v = q.shape[-2], k.shape[-2], v.shape[-1]
     if n_k == 0 or n_q == 0 or 0 in batch:  # no keys: zeros, as in PyTorch
         return np.zeros((*batch, n_q, d_v), dtype=q.dtype)
-    if q.shape[-1] < n_k:  # scale the n_q x d_k queries rather than the n_q x n_k scores
-        with np.errstate(over="ignore", invalid="ignore"):  # too big: inf, as in PyTorch
-            q, scale = q * scale, 1.0
+    q, k = _scaled(q, k, scale)
     n_scores = math.prod(batch) * n_q * n_k
     if block_rows is None and n_scores < _THREADS_FROM:  # small: one block, no threads
-        return _attend_at_once(q, k, v, scale, batch)
+        return _attend_at_once(q, k, v, batch, keep)
     q, k, v = (_flat_batch(x, batch) for x in (q, k, v))  # [b, n, d]: one loop over blocks
+    if keep is not None:
+        keep = _flat_batch(keep, batch)
     out = np.empty((math.prod(batch), n_q, d_v), dtype=q.dtype)
     workers = workers or _workers()
     rows = block_rows or _block_rows(q, k, v, workers)
     blocks = _blocks(out.shape[0], n_q, rows)
-    _run_blocks(q, k, v, scale, out, blocks, min(workers, len(blocks)))
+    _run_blocks(q, k, v, keep, out, blocks, min(workers, len(blocks)))
     return out.reshape(*batch, n_q, d_v)
 
 
 def _attend_at_once(
-    q: FloatArray, k: FloatArray, v: FloatArray, scale: float, batch: tuple[int, ...]
+    q: FloatArray,
+    k: FloatArray,
+    v: FloatArray,
+    batch: tuple[int, ...],
+    keep: NDArray[np.bool_] | None,
 ) -> FloatArray:  # [..., n_q, d_k], [..., n_k, d_k], [..., n_k, d_v] -> [..., n_q, d_v]
     """Attention as one block, for inputs whose scores all fit in the cache."""
     out = np.empty((*batch, q.shape[-2], v.shape[-1]), dtype=q.dtype)
     scores = np.empty((*batch, q.shape[-2], k.shape[-2]), dtype=q.dtype)
     with np.errstate(over="ignore", invalid="ignore"):  # as in _run_blocks
-        _attend(q, k, v, scale, out, scores)
+        _attend(q, k, v, keep, out, scores)
     return out
 
 
-def _flat_batch(x: FloatArray, batch: tuple[int, ...]) -> FloatArray:  # [..., n, d] -> [b, n, d]
+def _flat_batch(x: NDArray[T], batch: tuple[int, ...]) -> NDArray[T]:  # [..., n, d] -> [b, n, d]
     """`x` broadcast to the batch shape and flattened to one batch dimension."""
     # A view when x already has the full batch shape; a copy of x (not of any scores) if not.
     return np.broadcast_to(x, (*batch, *x.shape[-2:])).reshape(math.prod(batch), *x.shape[-2:])
@@ -374,7 +540,7 @@ def _run_blocks(
     q: FloatArray,
     k: FloatArray,
     v: FloatArray,
-    scale: float,
+    keep: NDArray[np.bool_] | None,
     out: FloatArray,
     blocks: list[Block],
     workers: int,
@@ -392,7 +558,8 @@ def _run_blocks(
                     return
                 into = out[entries, rows]
                 scores = buffer[: into[..., 0].size * k.shape[1]].reshape(*into.shape[:-1], -1)
-                _attend(q[entries, rows], k[entries], v[entries], scale, into, scores)
+                block_keep = None if keep is None else keep[entries, rows]
+                _attend(q[entries, rows], k[entries], v[entries], block_keep, into, scores)
 
     if workers == 1:
         work()
@@ -413,16 +580,26 @@ def _block_size(block: Block, n_k: int) -> int:
 
 
 def _attend(
-    q: FloatArray, k: FloatArray, v: FloatArray, scale: float, out: FloatArray, scores: FloatArray
+    q: FloatArray,
+    k: FloatArray,
+    v: FloatArray,
+    keep: NDArray[np.bool_] | None,
+    out: FloatArray,
+    scores: FloatArray,
 ) -> None:  # [..., r, d_k], [..., n_k, d_k], [..., n_k, d_v] -> out [..., r, d_v]
-    """One block of attention into `out`, its scores ``[..., r, n_k]`` into `scores`."""
+    """One block of attention into `out`, its scores ``[..., r, n_k]`` into `scores`.
+
+    q and k are already scaled; `keep`, if given, is True where a query may
+    look at a key.
+    """
     np.matmul(q, np.swapaxes(k, -1, -2), out=scores)
-    if scale != 1.0:  # not folded into q: q has more numbers than the scores
-        scores *= scale
-    _exp_minus_max(scores, axis=-1)
+    if keep is not None:
+        np.copyto(scores, -np.inf, where=~keep)  # a hidden key counts as a score of -inf
+    _exp_minus_max(scores, axis=-1, hidden_rows_zero=True)
     n_k, d_v = scores.shape[-1], out.shape[-1]
     # Each row's sum, for the division: BLAS adds up rows 3x faster than np.sum.
     sums = np.matmul(scores, np.ones(n_k, dtype=scores.dtype))[..., np.newaxis]
+    _no_zero_sums(sums)  # a query that sees no key: zeros, as in PyTorch
     if d_v < n_k:  # divide the r x d_v outputs rather than the r x n_k weights
         np.matmul(scores, v, out=out)
         out /= sums

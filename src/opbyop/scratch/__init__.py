@@ -2,9 +2,13 @@
 
 This is the code the episodes show first.
 
-One module per episode, each importing nothing but the standard library:
+One module per episode, each importing nothing but the standard library
+(and the modules of earlier episodes):
 
 - `opbyop.scratch.four_ops`: episode 1, the four operations of attention.
+- `opbyop.scratch.projections`: episode 2, the linear layer that makes
+  queries, keys and values.
+- `opbyop.scratch.heads`: episode 3, multi-head attention.
 
 Every function is also importable from ``opbyop.scratch`` itself.
 """
@@ -17,5 +21,22 @@ from opbyop.scratch.four_ops import (
     softmax,
     transpose,
 )
+from opbyop.scratch.heads import (
+    merge_heads,
+    multi_head_attention,
+    split_heads,
+)
+from opbyop.scratch.projections import linear
 
-__all__ = ["Matrix", "attention", "mat_mul", "scale", "softmax", "transpose"]
+__all__ = [
+    "Matrix",
+    "attention",
+    "linear",
+    "mat_mul",
+    "merge_heads",
+    "multi_head_attention",
+    "scale",
+    "softmax",
+    "split_heads",
+    "transpose",
+]
