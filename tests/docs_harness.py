@@ -148,15 +148,7 @@ class OutputMismatch(AssertionError):
     """A block printed something other than the output its page shows."""
 
 
-# Pages written before shown output was checked, each with the work that adds
-# their output fences. Their blocks may print without one; nothing else is
-# relaxed. Remove an entry when its page shows its output.
-OUTPUT_NOT_YET_SHOWN = {
-    "performance.md": "issue 9, item 9: the performance page is being rewritten",
-}
-
-
-def checked_output(evaluator: Any, expected: str | None, page: str = "") -> Any:
+def checked_output(evaluator: Any, expected: str | None) -> Any:
     """``evaluator`` run with stdout captured and compared with ``expected``."""
 
     def evaluate(example: Example) -> None:
@@ -164,8 +156,6 @@ def checked_output(evaluator: Any, expected: str | None, page: str = "") -> Any:
         with contextlib.redirect_stdout(printed):
             evaluator(example)
         shown, got = _normalise(expected or ""), _normalise(printed.getvalue())
-        if expected is None and page in OUTPUT_NOT_YET_SHOWN:
-            return
         if expected is None and got:
             raise OutputMismatch(
                 "this block prints, but the page shows no output: add an ```output "
@@ -205,7 +195,7 @@ class PythonWithOutputParser:
                 region.start,
                 end,
                 parsed=region.parsed,
-                evaluator=checked_output(region.evaluator, expected, Path(document.path).name),
+                evaluator=checked_output(region.evaluator, expected),
             )
 
 
