@@ -11,10 +11,12 @@ One module per episode, each importing nothing but the standard library
 - `opbyop.scratch.heads`: episode 3, multi-head attention.
 - `opbyop.scratch.masks`: episode 4, masks: which keys each query may look
   at.
+- `opbyop.scratch.block`: episode 6, layer norm and GELU.
 
 Every function is also importable from ``opbyop.scratch`` itself.
 """
 
+from opbyop.scratch.block import Vector, gelu, layer_norm
 from opbyop.scratch.four_ops import (
     Matrix,
     attention,
@@ -39,8 +41,11 @@ from opbyop.scratch.projections import linear
 __all__ = [
     "Mask",
     "Matrix",
+    "Vector",
     "attention",
     "causal_mask",
+    "gelu",
+    "layer_norm",
     "linear",
     "masked_attention",
     "masked_softmax",
