@@ -39,7 +39,9 @@ def head_weights(x, h, attention=layer_0):
     q = linear(
         x, attention.query.weight[rows], attention.query.bias[rows]
     )
-    k = linear(x, attention.key.weight[rows], attention.key.bias[rows])
+    k = linear(
+        x, attention.key.weight[rows], attention.key.bias[rows]
+    )
     return softmax(q @ k.T / math.sqrt(32))  # [n, n]
 
 
@@ -99,7 +101,8 @@ for h in range(12):
 
 # %%
 largest, on_cls = np.array(largest), np.array(on_cls)
-assert largest.argmax() == 2 and largest[2] > 0.999
+assert largest.argmax() == 2
+assert largest[2] > 0.999
 assert np.delete(largest, 2).max() < 0.605
 assert all(0.45 < on_cls[h] < 0.55 for h in (6, 8, 11))
 print("Checked: one head looks at one key; the others spread.")
@@ -113,6 +116,7 @@ print("Checked: one head looks at one key; the others spread.")
 # nothing fails: the wrong slice gives queries and keys of the right
 # shape, and a different head. Here is head 2 both ways on "we
 # fished from the river bank".
+
 
 # %%
 def wrong_head_weights(x, h, attention=layer_0):

@@ -62,9 +62,7 @@ def test_coming_next_is_numbered_as_the_episodes_are() -> None:
     titles = {number: text for number, text in items}
     for number, title in enumerate(EPISODES + COMING_NEXT, start=1):
         assert titles[number].startswith(title), (number, titles[number])
-    assert [number for number, _ in items] == list(
-        range(1, 1 + len(EPISODES) + len(COMING_NEXT))
-    )
+    assert [number for number, _ in items] == list(range(1, 1 + len(EPISODES) + len(COMING_NEXT)))
 
 
 def test_the_check_sees_a_list_renumbered_from_1() -> None:
