@@ -47,6 +47,20 @@ def test_the_weights_figure_matches_the_page() -> None:
     assert "Row 0: 0.42, 0.16, 0.42. Row 1: 0.02, 0.87, 0.12." in title
 
 
+def test_the_weights_caption_adds_up_the_rounded_cells() -> None:
+    # The cells show two decimals; the caption says what the rows then add up to.
+    from opbyop.scratch import mat_mul, scale, softmax, transpose
+
+    words = figures_hook.EPISODE_1_WORDS
+    weights = softmax(scale(mat_mul(words, transpose(words)), vector_size=4))
+    shown = [round(sum(round(w, 2) for w in row), 2) for row in weights]
+    assert shown == [1.0, 1.01, 1.0]
+    page = (ROOT / "docs" / "episodes" / "01-attention-is-four-operations.md").read_text(
+        encoding="utf-8"
+    )
+    assert "row 1 shows 1.01 and rows 0 and 2 show 1.00" in " ".join(page.split())
+
+
 def test_a_path_cannot_be_registered_twice() -> None:
     with pytest.raises(ValueError, match="two figures"):
         figures_hook.figure("figures/01-scores.svg")(lambda: "<svg/>")
