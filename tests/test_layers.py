@@ -1,0 +1,198 @@
+"""opbyop.layers: linear, layer_norm and gelu against independent float64 references.
+
+The references are written out here with Python's ``math`` and ``statistics``
+(``math.erf`` for GELU), one number at a time, not with the code under test.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+from opbyop import gelu, layer_norm, linear
+from opbyop.layers import _erf_float32
+
+Array = np.ndarray[Any, Any]
+rng = np.random.default_rng(2024)
+
+
+def gelu_reference(x: Array) -> Array:
+    """GELU in float64 with math.erf, number by number."""
+    flat = [v * (1 + math.erf(v / math.sqrt(2))) / 2 for v in np.asarray(x, float).ravel()]
+    return np.array(flat).reshape(np.shape(x))
+
+
+def layer_norm_reference(x: Array, weight: Array, bias: Array, eps: float) -> Array:
+    """Layer norm in float64 with the statistics module, row by row."""
+    rows = np.asarray(x, float).reshape(-1, np.shape(x)[-1])
+    out = []
+    for row in rows.tolist():
+        mean, variance = statistics.fmean(row), statistics.pvariance(row)
+        out.append([(v - mean) / math.sqrt(variance + eps) for v in row])
+    return (np.array(out) * weight + bias).reshape(np.shape(x))
+
+
+# ------------------------------------------------------------------ linear
+
+
+def test_linear_on_a_batch_is_the_product_of_each_row() -> None:
+    x = rng.standard_normal((2, 3, 5))
+    weight, bias = rng.standard_normal((4, 5)), rng.standard_normal(4)
+    want = np.einsum("bnd,od->bno", x, weight) + bias
+    assert_allclose(linear(x, weight, bias), want, rtol=1e-12)
+    assert linear(x[0, 0], weight).shape == (4,)
+    assert linear(np.zeros((0, 5)), weight).shape == (0, 4)
+    assert linear(np.zeros((2, 0)), np.zeros((3, 0))).tolist() == [[0.0] * 3] * 2
+
+
+def test_linear_keeps_float32_and_promotes_integers() -> None:
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    w = rng.standard_normal((2, 4)).astype(np.float32)
+    assert linear(x, w, np.zeros(2, np.float32)).dtype == np.float32
+    assert linear([[1, 2]], [[1, 1]], [0.5]).tolist() == [[3.5]]  # int product, float bias
+
+
+# ------------------------------------------------------------------ layer_norm
+
+
+@pytest.mark.parametrize("eps", [1e-12, 1e-5, 0.5])
+def test_layer_norm_matches_the_formula_in_float64(eps: float) -> None:
+    x = rng.standard_normal((2, 3, 16)) * 3 + 1
+    weight, bias = rng.standard_normal(16), rng.standard_normal(16)
+    want = layer_norm_reference(x, weight, bias, eps)
+    assert_allclose(layer_norm(x, weight, bias, eps=eps), want, rtol=1e-12, atol=1e-12)
+
+
+def test_layer_norm_in_float32_is_float32_and_accurate() -> None:
+    x = (rng.standard_normal((64, 384)) * 5).astype(np.float32)
+    weight = rng.standard_normal(384).astype(np.float32)
+    bias = rng.standard_normal(384).astype(np.float32)
+    got = layer_norm(x, weight, bias, eps=1e-12)
+    assert got.dtype == np.float32
+    want = layer_norm_reference(x, weight, bias, 1e-12)
+    assert_allclose(got, want, atol=3e-6)  # a few float32 roundings
+
+
+def test_layer_norm_gives_mean_zero_and_variance_one_before_the_scale() -> None:
+    x = rng.standard_normal((5, 7)) * 10 - 4
+    out = layer_norm(x, eps=0.0)
+    assert_allclose(out.mean(axis=-1), 0.0, atol=1e-12)
+    assert_allclose(out.var(axis=-1), 1.0, rtol=1e-12)
+
+
+def test_layer_norm_dtypes_follow_pytorch() -> None:
+    assert layer_norm(np.ones((2, 3), np.float16)).dtype == np.float16
+    assert layer_norm([[1, 2, 3]]).dtype == np.float64
+    x32 = np.ones((2, 3), np.float32)
+    assert layer_norm(x32, np.ones(3, np.float64)).dtype == np.float64
+
+
+def test_layer_norm_of_a_constant_row() -> None:
+    x = np.full((1, 4), 3.0)
+    assert layer_norm(x).tolist() == [[0.0] * 4]  # eps keeps it finite
+    assert layer_norm(x, bias=[1, 2, 3, 4]).tolist() == [[1.0, 2.0, 3.0, 4.0]]
+    assert np.isnan(layer_norm(x, eps=0.0)).all()  # 0 / 0, as in PyTorch, no warning
+
+
+def test_layer_norm_does_not_change_its_input() -> None:
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    before = x.copy()
+    layer_norm(x, np.ones(4, np.float32), np.ones(4, np.float32))
+    assert_array_equal(x, before)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"x": np.zeros((2, 0))}, ValueError, r"last dimension d >= 1, got shape \(2, 0\)"),
+        ({"x": 3.0}, ValueError, r"got shape \(\)"),
+        ({"x": [["a", "b"]]}, TypeError, "x must hold real numbers"),
+        ({"x": [[1.0, 2.0], [3.0]]}, ValueError, "x has ragged rows"),
+        ({"weight": np.ones(3)}, ValueError, r"weight needs shape \(4,\) to match x \(2, 4\)"),
+        ({"bias": np.ones((1, 4))}, ValueError, r"bias needs shape \(4,\).*got \(1, 4\)"),
+        ({"eps": -1.0}, ValueError, "eps must be a finite number >= 0, got -1.0"),
+        ({"eps": math.nan}, ValueError, "eps must be"),
+        ({"eps": True}, ValueError, "eps must be"),
+        ({"eps": "1e-5"}, ValueError, "eps must be"),
+    ],
+)
+def test_layer_norm_bad_input(kwargs: dict[str, Any], error: type[Exception], match: str) -> None:
+    args: dict[str, Any] = {"x": np.ones((2, 4))} | kwargs
+    with pytest.raises(error, match=match):
+        layer_norm(**args)
+
+
+# ------------------------------------------------------------------ gelu
+
+
+def dense_float32_grid() -> Array:
+    """Every 2**-14 from -12 to 12, and small numbers of both signs down to 1e-38."""
+    tiny = np.geomspace(1e-38, 1.0, 20_000)
+    return np.concatenate([np.arange(-12, 12, 2**-14), tiny, -tiny]).astype(np.float32)
+
+
+def test_erf_in_float32_is_within_two_tenths_of_a_millionth_of_math_erf() -> None:
+    z = dense_float32_grid()
+    exact = np.array([math.erf(v) for v in z.astype(float)])
+    error = np.abs(_erf_float32(z).astype(float) - exact)
+    assert error.max() < 2e-7  # float32's epsilon is 1.19e-7
+    nonzero = exact != 0
+    assert (error[nonzero] / np.abs(exact[nonzero])).max() < 3e-7  # relative, near 0 too
+
+
+def test_gelu_in_float32_is_within_float32_rounding_of_the_exact_gelu() -> None:
+    x = dense_float32_grid()
+    got = gelu(x)
+    assert got.dtype == np.float32
+    error = np.abs(got.astype(float) - gelu_reference(x))
+    assert (error / np.maximum(1.0, np.abs(x.astype(float)))).max() < 2e-7
+
+
+def test_gelu_in_float64_is_exact() -> None:
+    # Phi(x) to 16 digits from tables of the standard normal distribution.
+    phi = {-2.0: 0.022750131948179195, -1.0: 0.15865525393145707, 0.5: 0.6914624612740131}
+    x = np.array(list(phi))
+    assert_allclose(gelu(x), x * np.array(list(phi.values())), rtol=1e-15)
+    y = rng.standard_normal(1000) * 4
+    assert_allclose(gelu(y), gelu_reference(y), rtol=1e-14, atol=1e-300)  # a few roundings
+
+
+def test_gelu_keeps_shape_and_follows_pytorch_dtypes() -> None:
+    x = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    assert gelu(x).shape == (3, 4, 5)
+    assert_allclose(gelu(x.transpose(2, 0, 1)), gelu(x).transpose(2, 0, 1), rtol=0)
+    assert gelu(np.ones(3, np.float16)).dtype == np.float16
+    assert gelu([1, 2]).dtype == np.float64
+    assert gelu(np.zeros((0, 3), np.float32)).shape == (0, 3)
+    assert gelu(np.float32(1.0)).shape == ()
+
+
+def test_gelu_blocks_give_the_same_numbers_as_one_pass() -> None:
+    x = rng.standard_normal(2**17 + 5).astype(np.float32) * 3  # two blocks and a bit
+    assert_array_equal(gelu(x)[-10:], gelu(x[-10:]))
+
+
+def test_gelu_at_the_extremes_raises_no_warning() -> None:
+    big = np.finfo(np.float32).max
+    x = np.array([-big, -1e30, -20.0, 20.0, 1e30, big, np.inf, np.nan], dtype=np.float32)
+    out = gelu(x)
+    assert out[:3].tolist() == [0.0, 0.0, 0.0]  # -x * Phi(x) underflows to (-)0
+    assert out[3:7].tolist() == x[3:7].tolist()  # Phi(x) is 1
+    assert np.isnan(out[7])
+
+
+def test_gelu_does_not_change_its_input() -> None:
+    x = rng.standard_normal(100).astype(np.float32)
+    before = x.copy()
+    gelu(x)
+    assert_array_equal(x, before)
+
+
+def test_gelu_refuses_what_is_not_numbers() -> None:
+    with pytest.raises(TypeError, match="x must hold real numbers"):
+        gelu(["a"])
