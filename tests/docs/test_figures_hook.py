@@ -50,3 +50,17 @@ def test_the_weights_figure_matches_the_page() -> None:
 def test_a_path_cannot_be_registered_twice() -> None:
     with pytest.raises(ValueError, match="two figures"):
         figures_hook.figure("figures/01-scores.svg")(lambda: "<svg/>")
+
+
+def test_the_heads_figure_draws_the_real_models_layer_0() -> None:
+    text = figures_hook.FIGURES["figures/03-heads.svg"]()
+    title = ET.fromstring(text)[0].text or ""
+    tokens = "[CLS] the old man ate a green apple [SEP]"
+    claim = "every token after [CLS] puts at least 0.99 of its weight on the token before it"
+    assert tokens in title
+    assert claim in title
+    assert all(f">head {h}<" in text for h in range(12))  # one grid per head
+    page = (ROOT / "docs" / "episodes" / "03-many-heads-at-once.md").read_text(encoding="utf-8")
+    assert figures_hook.EPISODE_3_SENTENCE in page
+    assert tokens in page
+    assert claim in page
