@@ -64,6 +64,10 @@ for sentence in BANK:
     assert weights.shape == (N_HEADS, n, n)
     least = before(weights[2]).min()
     assert least > 0.99, sentence  # head 2: the token before
+    bank = trace.tokens.index("bank")
+    took = trace.tokens[weights[2, bank].argmax()]
+    print(f"head 2, 'bank' looks at {took!r}")
+    assert took == trace.tokens[bank - 1]
     display(
         picture(
             attention_heads(weights, trace.tokens, title=sentence),
@@ -134,9 +138,17 @@ display(
 )
 
 # %% [markdown]
-# Head 8's pattern is weak next to head 2's: it still gives `[CLS]`
-# about as much as it gives the word itself. One repeated word in
-# one sentence is an example, not a proof.
+# Head 8's pattern is weak next to head 2's: averaged over the
+# words of this sentence, it gives `[CLS]` more than the word
+# itself. One repeated word in one sentence is an example, not a
+# proof.
+
+# %%
+words = range(1, len(tokens) - 1)  # not [CLS], not [SEP]
+on_itself = np.mean([head_8[i, i] for i in words])
+on_cls = np.mean([head_8[i, 0] for i in words])
+print(f"head 8, on itself {on_itself:.2f}, on [CLS] {on_cls:.2f}")
+assert on_cls > on_itself
 
 # %% [markdown]
 # ## What the classic bugs do to the weights
