@@ -77,3 +77,17 @@ def test_the_padding_figure_pads_each_sentence_to_the_longest() -> None:
     title = ET.fromstring(figures_hook.FIGURES["figures/04-padding-mask.svg"]())[0].text or ""
     assert "'the dog barked', has 5 tokens and 3 [PAD]" in title
     assert "'hello', has 3 tokens and 5 [PAD]" in title
+
+
+def test_the_heads_figure_draws_the_real_models_layer_0() -> None:
+    text = figures_hook.FIGURES["figures/03-heads.svg"]()
+    title = ET.fromstring(text)[0].text or ""
+    tokens = "[CLS] the old man ate a green apple [SEP]"
+    claim = "every token after [CLS] puts at least 0.99 of its weight on the token before it"
+    assert tokens in title
+    assert claim in title
+    assert all(f">head {h}<" in text for h in range(12))  # one grid per head
+    page = (ROOT / "docs" / "episodes" / "03-many-heads-at-once.md").read_text(encoding="utf-8")
+    assert figures_hook.EPISODE_3_SENTENCE in page
+    assert tokens in page
+    assert claim in page
