@@ -16,14 +16,12 @@ from opbyop.plot import (
     HIDDEN_COLOUR,
     KEPT_COLOUR,
     Picture,
+    attention_heads,
     attention_heatmap,
     mask_grid,
     picture,
     svg,
 )
-
-
-from opbyop.plot import Picture, attention_heads, attention_heatmap, picture, svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 WEIGHTS = [[0.9, 0.1, 0.0], [0.2, 0.5, 0.3]]
