@@ -54,6 +54,32 @@ import safetensors.numpy
 
 from opbyop.tokenizer import WordPiece
 
+__all__ = [
+    "Attention",
+    "Embeddings",
+    "FeedForward",
+    "Layer",
+    "LayerTrace",
+    "Linear",
+    "MiniLM",
+    "Norm",
+    "Trace",
+    "add_and_norm",
+    "attention_half",
+    "attention_weights",
+    "encoder",
+    "encoder_layer",
+    "feed_forward",
+    "feed_forward_half",
+    "input_vectors",
+    "l2_normalize",
+    "load",
+    "mean_pool",
+    "pad",
+    "self_attention",
+    "sentence_embeddings",
+]
+
 # isort: split
 # --8<-- [start:setup]
 from typing import Any, NamedTuple
@@ -414,7 +440,7 @@ class MiniLM:
         ...     "Owls hunt mostly at night.",
         ... ])
         >>> print(f"{a @ b:.2f} {a @ c:.2f}")  # cosine similarities
-        0.49 0.04
+        0.53 -0.06
         """
         if isinstance(sentences, str):
             return self.encode([sentences], batch_size)[0]
@@ -460,9 +486,9 @@ class MiniLM:
         --------
         >>> from opbyop import minilm
         >>> trace = minilm.load().trace("we fished from the river bank")
-        >>> trace.tokens[5], trace.layers[0].attention_weights.shape
+        >>> trace.tokens[6], trace.layers[0].attention_weights.shape
         ('bank', (12, 8, 8))
-        >>> row = trace.layers[0].attention_weights[3, 5]  # head 3, "bank"
+        >>> row = trace.layers[0].attention_weights[3, 6]  # head 3, "bank"
         >>> print(f"{row.sum():.3f}")  # adds up to 1
         1.000
         """
