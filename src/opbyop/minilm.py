@@ -99,7 +99,7 @@ FEED_FORWARD_SIZE = 1536  # the feed-forward network's width
 N_LAYERS = 6
 VOCAB_SIZE = 30522  # word pieces
 MAX_POSITIONS = 512  # position vectors
-MAX_TOKENS = 256  # sentence-transformers truncates here, [CLS] and [SEP] in
+MAX_TOKENS = 256  # sentence-transformers cuts texts here, [CLS] [SEP] in
 LAYER_NORM_EPS = 1e-12  # BERT's; PyTorch's default 1e-5 moves the output
 # --8<-- [end:setup]
 
@@ -157,6 +157,48 @@ class Layer(NamedTuple):
 # --8<-- [end:weights]
 
 
+# ------------------------------------------------------------ checks
+# --8<-- [start:checks]
+def _checked_ids(token_ids: object, embeddings: Embeddings) -> Array:
+    """`token_ids` as an integer array of rows of word ids that fit."""
+    ids = np.asarray(token_ids)
+    if ids.dtype.kind not in "iu" or ids.ndim < 1:
+        raise TypeError(
+            "token_ids must be integers, one row of word-piece ids per "
+            f"sentence: got dtype {ids.dtype}, shape {ids.shape}"
+        )
+    n, vocab = ids.shape[-1], embeddings.word.shape[0]
+    if not 0 < n <= embeddings.position.shape[0]:
+        raise ValueError(
+            f"token_ids needs 1 to {embeddings.position.shape[0]} tokens "
+            f"per sentence (one position vector each), got shape {ids.shape}"
+        )
+    if ids.min() < 0 or ids.max() >= vocab:
+        raise ValueError(
+            f"token_ids must be between 0 and {vocab - 1}, "
+            f"got {ids.min()} to {ids.max()}"
+        )
+    return ids
+
+
+def _check_mask(mask: object, shape: tuple[int, ...]) -> None:
+    """`mask` is None or True/False for each token id."""
+    if mask is None:
+        return
+    if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
+        raise TypeError(
+            "mask must be None or a boolean array (True for real tokens), "
+            f"got {type(mask).__name__} {getattr(mask, 'dtype', '')}"
+        )
+    if mask.shape != shape:
+        raise ValueError(
+            f"mask needs the shape of token_ids {shape}, got {mask.shape}"
+        )
+
+
+# --8<-- [end:checks]
+
+
 # ------------------------------------------------------------ the forward pass
 # --8<-- [start:forward]
 # --8<-- [start:input_vectors]
@@ -180,10 +222,8 @@ def self_attention(
     x: Array, mask: Array | None, attention: Attention
 ) -> Array:  # [..., n, 384], [..., n] -> [..., n, 384]
     """Every token mixes in the real tokens it attends to, 12 heads at once."""
-    if (
-        mask is not None
-    ):  # True for real tokens: [..., 1 head, 1 query, n keys]
-        mask = mask[..., np.newaxis, np.newaxis, :]
+    if mask is not None:  # True for real tokens, the same for every query
+        mask = mask[..., np.newaxis, np.newaxis, :]  # [..., 1, 1, n]
     q, k, v, out = attention
     return multi_head_attention(
         x, *q, *k, *v, *out, n_heads=N_HEADS, mask=mask
@@ -537,43 +577,6 @@ def pad(
     token_ids = np.zeros((len(ids), n), dtype=np.intp)
     token_ids[mask] = [token for sentence in ids for token in sentence]
     return token_ids, None if mask.all() else mask
-
-
-def _checked_ids(token_ids: object, embeddings: Embeddings) -> Array:
-    """`token_ids` as an integer array of rows of word ids that fit."""
-    ids = np.asarray(token_ids)
-    if ids.dtype.kind not in "iu" or ids.ndim < 1:
-        raise TypeError(
-            "token_ids must be integers, one row of word-piece ids per "
-            f"sentence: got dtype {ids.dtype}, shape {ids.shape}"
-        )
-    n, vocab = ids.shape[-1], embeddings.word.shape[0]
-    if not 0 < n <= embeddings.position.shape[0]:
-        raise ValueError(
-            f"token_ids needs 1 to {embeddings.position.shape[0]} tokens "
-            f"per sentence (one position vector each), got shape {ids.shape}"
-        )
-    if ids.min() < 0 or ids.max() >= vocab:
-        raise ValueError(
-            f"token_ids must be between 0 and {vocab - 1}, "
-            f"got {ids.min()} to {ids.max()}"
-        )
-    return ids
-
-
-def _check_mask(mask: object, shape: tuple[int, ...]) -> None:
-    """`mask` is None or True/False for each token id."""
-    if mask is None:
-        return
-    if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
-        raise TypeError(
-            "mask must be None or a boolean array (True for real tokens), "
-            f"got {type(mask).__name__} {getattr(mask, 'dtype', '')}"
-        )
-    if mask.shape != shape:
-        raise ValueError(
-            f"mask needs the shape of token_ids {shape}, got {mask.shape}"
-        )
 
 
 def _check_text(text: object, name: str) -> str:
