@@ -89,7 +89,9 @@ def test_layer_norm_dtypes_follow_pytorch() -> None:
     assert layer_norm(np.ones((2, 3), np.float16)).dtype == np.float16
     assert layer_norm([[1, 2, 3]]).dtype == np.float64
     x32 = np.ones((2, 3), np.float32)
-    assert layer_norm(x32, np.ones(3, np.float64)).dtype == np.float64
+    assert layer_norm(x32, np.ones(3, np.float32)).dtype == np.float32
+    with pytest.raises(TypeError, match="x and weight need the same dtype"):
+        layer_norm(x32, np.ones(3, np.float64))  # PyTorch refuses the mix too
 
 
 def test_layer_norm_of_a_constant_row() -> None:

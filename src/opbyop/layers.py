@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from opbyop.ops import _cast, _real_array
+from opbyop.ops import _cast, _check_dtypes, _real_array
 
 __all__ = ["gelu", "layer_norm", "linear"]
 
@@ -124,20 +124,25 @@ def layer_norm(
     rows = _real_array(x, "x")
     if rows.ndim < 1 or rows.shape[-1] == 0:
         raise ValueError(f"layer_norm needs x with a last dimension d >= 1, got shape {rows.shape}")
-    params = [_vector(p, name, rows) for name, p in (("weight", weight), ("bias", bias))]
+    given = {
+        "x": rows,
+        "weight": _vector(weight, "weight", rows),
+        "bias": _vector(bias, "bias", rows),
+    }
     if isinstance(eps, bool) or not isinstance(eps, Real) or not 0 <= eps < math.inf:
         raise ValueError(f"layer_norm: eps must be a finite number >= 0, got {eps!r}")
-    (rows, *params), out_dtype = _cast(rows, *(p for p in params if p is not None))
-    mean = rows.mean(axis=-1, keepdims=True)
-    out = rows - mean
-    d = rows.shape[-1]
-    variance = np.einsum("...i,...i->...", out, out)[..., np.newaxis] / d  # no squares array
+    arrays = {name: a for name, a in given.items() if a is not None}
+    _check_dtypes(**arrays)  # one dtype for all, as in PyTorch
+    cast, out_dtype = _cast(*arrays.values())
+    rows, params = cast[0], dict(zip(arrays, cast, strict=True))
+    out = rows - rows.mean(axis=-1, keepdims=True)
+    variance = np.einsum("...i,...i->...", out, out)[..., np.newaxis] / rows.shape[-1]
     with np.errstate(divide="ignore", invalid="ignore"):  # eps = 0, constant row: nan
         out *= 1 / np.sqrt(variance + float(eps))
-    if weight is not None:
-        out *= params.pop(0)
-    if bias is not None:
-        out += params.pop(0)
+    if "weight" in params:
+        out *= params["weight"]
+    if "bias" in params:
+        out += params["bias"]
     return out.astype(out_dtype, copy=False)
 
 
