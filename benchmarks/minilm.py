@@ -125,7 +125,7 @@ def torch_side(reps: dict[str, int]) -> dict[str, Any]:
 
 
 def breakdown_side(reps: dict[str, int]) -> dict[str, Any]:
-    """Where encode's time goes: each category's calls timed inside encode."""
+    """Where encode's time goes: each category's calls timed inside encode (medians)."""
     import opbyop.heads
     import opbyop.minilm
     from opbyop import minilm
@@ -156,11 +156,17 @@ def breakdown_side(reps: dict[str, int]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, sentences in workloads().items():
         model.encode(sentences)  # warm up
-        spent.clear()
-        total = sum(timings(partial(model.encode, sentences), reps[name], warmup=0))
-        parts = {c: spent.get(c, 0.0) / reps[name] for c in CATEGORIES[:-1]}
-        parts["other"] = total / reps[name] - sum(parts.values())
-        out[name] = {"total": total / reps[name], "parts": parts}
+        calls = []
+        for _ in range(reps[name]):
+            spent.clear()
+            start = time.perf_counter()
+            model.encode(sentences)
+            calls.append({"total": time.perf_counter() - start, **spent})
+        # Medians over the calls: a busy machine's noise only ever adds time.
+        total = statistics.median(c["total"] for c in calls)
+        parts = {c: statistics.median(call.get(c, 0.0) for call in calls) for c in CATEGORIES[:-1]}
+        parts["other"] = max(total - sum(parts.values()), 0.0)
+        out[name] = {"total": total, "parts": parts}
     return out
 
 
