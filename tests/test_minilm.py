@@ -241,6 +241,20 @@ def test_a_variant_is_a_few_lines_with_the_same_functions(model: minilm.MiniLM) 
     assert 1e-5 < moved < 1e-3  # about 1e-4: enough to miss the reference
 
 
+def test_without_positions_attention_cannot_tell_the_order(model: minilm.MiniLM) -> None:
+    # Episode 5's variant: zero position vectors, no flag on the model.
+    no_positions = model.embeddings._replace(position=np.zeros_like(model.embeddings.position))
+    ids = np.array(model.token_ids("the cat sat on the mat"))
+    order = np.array([0, 4, 2, 5, 1, 3, 6, 7])  # shuffle the words, keep [CLS] and [SEP]
+    out = encoder_layer(input_vectors(ids, no_positions), None, model.layers[0])
+    shuffled = encoder_layer(input_vectors(ids[order], no_positions), None, model.layers[0])
+    assert_allclose(shuffled, out[order], atol=1e-5)
+    with_positions = encoder_layer(
+        input_vectors(ids[order], model.embeddings), None, model.layers[0]
+    )
+    assert np.abs(with_positions - out[order]).max() > 0.1
+
+
 def test_pad() -> None:
     ids, mask = pad([[101, 7, 102], [101, 102]])
     assert ids.tolist() == [[101, 7, 102], [101, 102, 0]]
