@@ -350,6 +350,7 @@ def test_the_other_methods_refuse_what_is_not_text(model: minilm.MiniLM) -> None
         (np.zeros(513, int), ValueError, r"needs 1 to 512 tokens.*\(513,\)"),
         ([101, 30522], ValueError, "between 0 and 30521, got 101 to 30522"),
         ([-1, 5], ValueError, "between 0 and 30521, got -1 to 5"),
+        ([[101, 102], [101, 7, 102]], ValueError, "rows of different lengths: pad them"),
     ],
 )
 def test_input_vectors_refuses_bad_ids(

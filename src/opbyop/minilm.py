@@ -161,7 +161,13 @@ class Layer(NamedTuple):
 # --8<-- [start:checks]
 def _checked_ids(token_ids: object, embeddings: Embeddings) -> Array:
     """`token_ids` as an integer array of rows of word ids that fit."""
-    ids = np.asarray(token_ids)
+    try:
+        ids = np.asarray(token_ids)
+    except ValueError:  # NumPy refuses ragged rows
+        raise ValueError(
+            "token_ids has rows of different lengths: pad them first "
+            "(opbyop.minilm.pad gives the ids and the mask)"
+        ) from None
     if ids.dtype.kind not in "iu" or ids.ndim < 1:
         raise TypeError(
             "token_ids must be integers, one row of word-piece ids per "
