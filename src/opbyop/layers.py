@@ -137,8 +137,10 @@ def layer_norm(
     _check_dtypes(**arrays)  # one dtype for all, as in PyTorch
     cast, out_dtype = _cast(*arrays.values())
     rows, params = cast[0], dict(zip(arrays, cast, strict=True))
-    out = rows - rows.mean(axis=-1, keepdims=True)
-    variance = np.einsum("...i,...i->...", out, out)[..., np.newaxis] / rows.shape[-1]
+    d = rows.shape[-1]
+    # Row means and variances as products with a vector: BLAS is faster than .mean().
+    out = rows - (rows @ np.full(d, 1 / d, dtype=rows.dtype))[..., np.newaxis]
+    variance = np.einsum("...i,...i->...", out, out)[..., np.newaxis] / d
     with np.errstate(divide="ignore", invalid="ignore"):  # eps = 0, constant row: nan
         out *= 1 / np.sqrt(variance + float(eps))
     if "weight" in params:
