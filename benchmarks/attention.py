@@ -12,14 +12,31 @@ Variants, each ``softmax(q @ k.T / sqrt(d)) @ v`` on q, k, v of shape (n, d):
 - ``torch_sdpa``: PyTorch's ``scaled_dot_product_attention`` on 4-D inputs
   (1, 1, n, d), two threads, when PyTorch is installed.
 
+Masks are timed apart, in float32 at d = 64 (``mask_rows`` in the results):
+``attention`` beside ``attention_causal`` (``is_causal=True``) and
+``attention_mask`` (an explicit (n, n) boolean mask, 90% True at random), and
+the same three for PyTorch (``torch_sdpa``, ``torch_causal``, ``torch_mask``).
+
 Every variant is called once untimed, then the variants take turns for each
-repetition (interleaved), with a pause before each timing so the BLAS threads
-of the previous one have stopped spinning. The tables show medians.
+round (interleaved), with a pause before each timing so the BLAS threads of
+the previous one have stopped spinning. A busy machine only ever adds time, so
+the figure kept for each variant is its fastest round (``seconds``); every
+round is kept too (``all_seconds``).
+
+The machine must be quiet: the run waits up to three minutes for the
+1-minute load average to be below 0.5 and starts only then, and once it is
+done the load must come back below 0.5 within three minutes (the run's own
+load takes a minute or two to decay), or nothing is written.
+``--allow-busy`` keeps a run anyway, for a quick look on a busy machine. The
+load averages, the time the load took to settle, the CPU time other programs
+used during the run, the OPENBLAS_* variables and the BLAS kernels
+(threadpoolctl) are all recorded. A run to record is made with
+OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset: they select older kernels.
 
 Usage::
 
     python benchmarks/attention.py            # everything: several minutes
-    python benchmarks/attention.py --quick    # small sizes, float32, 3 repetitions
+    python benchmarks/attention.py --quick    # small sizes, float32, 3 rounds, busy or not
     python benchmarks/attention.py --memory-only
 
 A separate process then runs attention at n = 65536, d = 64 (float32) and
@@ -35,7 +52,6 @@ import math
 import os
 import platform
 import resource
-import statistics
 import subprocess
 import sys
 import time
@@ -51,8 +67,20 @@ from opbyop import scratch
 
 RESULTS = Path(__file__).parent / "results"
 VARIANTS = ["scratch", "plain", "np_sqrt", "attention", "gemm_only", "torch_sdpa"]
+MASK_VARIANTS = [
+    "attention",
+    "attention_causal",
+    "attention_mask",
+    "torch_sdpa",
+    "torch_causal",
+    "torch_mask",
+]
+MASK_D = 64
+MASK_KEPT = 0.9  # the share of True in the explicit mask
 SCRATCH_N = 128  # scratch is timed at this n only: about a second at d = 768
 MEMORY_LIMIT_MIB = 512
+LOAD_LIMIT = 0.5  # a run is kept only if the load average is below this, before and after
+SETTLE_SECONDS = 180  # how long to wait, after the run, for its own load to decay
 
 Array = np.ndarray[Any, Any]
 Variant = Callable[[], object]
@@ -101,14 +129,46 @@ def variants(q: Array, k: Array, v: Array, torch: Any) -> dict[str, Variant]:
     return calls
 
 
+def mask_variants(q: Array, k: Array, v: Array, mask: Array, torch: Any) -> dict[str, Variant]:
+    """Attention with no mask, with is_causal and with an explicit mask, ours and PyTorch's."""
+    calls: dict[str, Variant] = {
+        "attention": lambda: opbyop.attention(q, k, v),
+        "attention_causal": lambda: opbyop.attention(q, k, v, is_causal=True),
+        "attention_mask": lambda: opbyop.attention(q, k, v, mask=mask),
+    }
+    if torch is not None:
+        tq, tk, tv = (torch.from_numpy(x)[None, None] for x in (q, k, v))
+        tmask = torch.from_numpy(mask)[None, None]  # True where a query may look, as ours
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+
+        def torch_call(**kwargs: Any) -> Variant:
+            def call() -> object:
+                with torch.no_grad():
+                    return sdpa(tq, tk, tv, **kwargs)
+
+            return call
+
+        calls["torch_sdpa"] = torch_call()
+        calls["torch_causal"] = torch_call(is_causal=True)
+        calls["torch_mask"] = torch_call(attn_mask=tmask)
+    return calls
+
+
 def check_agreement(calls: dict[str, Variant], dtype: Any) -> None:
-    """Every variant computes the same attention (np_sqrt in float64, so loosely)."""
-    want = np.asarray(calls["attention"](), dtype=np.float64)
+    """Every variant computes the same attention (np_sqrt in float64, so loosely).
+
+    Each is compared with opbyop's variant of the same kind (masked, causal or
+    neither); the products alone compute no attention.
+    """
     tolerance = 1e-3 if dtype == np.float32 else 1e-9
     for name, call in calls.items():
-        if name != "gemm_only":
-            got = np.asarray(call(), dtype=np.float64).reshape(want.shape)
-            np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance, err_msg=name)
+        if name == "gemm_only":
+            continue
+        kind = name.rsplit("_", 1)[-1]
+        ours = f"attention_{kind}" if kind in ("causal", "mask") else "attention"
+        want = np.asarray(calls[ours](), dtype=np.float64)
+        got = np.asarray(call(), dtype=np.float64).reshape(want.shape)
+        np.testing.assert_allclose(got, want, rtol=tolerance, atol=tolerance, err_msg=name)
 
 
 # ---------------------------------------------------------------- timing
@@ -146,13 +206,11 @@ def measure(
 
 
 def time_scratch(d: int, reps: int, pause: float) -> float:
-    """Median seconds of opbyop.scratch.attention at n = SCRATCH_N (float64 lists)."""
+    """Fastest seconds of opbyop.scratch.attention at n = SCRATCH_N (float64 lists)."""
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal((SCRATCH_N, d)).tolist() for _ in range(3))
     scratch.attention(q, k, v)  # warm up
-    return statistics.median(
-        time_call(lambda: scratch.attention(q, k, v), 1, pause) for _ in range(reps)
-    )
+    return min(time_call(lambda: scratch.attention(q, k, v), 1, pause) for _ in range(reps))
 
 
 # ---------------------------------------------------------------- the run
@@ -172,21 +230,38 @@ def run(args: argparse.Namespace, torch: Any) -> list[dict[str, Any]]:
                 calls = variants(q, k, v, torch)
                 check_agreement(calls, dtype)
                 times = measure(calls, args.reps, args.pause, args.at_least)
-                medians = {name: statistics.median(t) for name, t in times.items()}
-                row: dict[str, Any] = {"dtype": dtype_name, "n": n, "d": d, "seconds": medians}
+                fastest = {name: min(t) for name, t in times.items()}
+                row: dict[str, Any] = {"dtype": dtype_name, "n": n, "d": d, "seconds": fastest}
                 row["all_seconds"] = times
                 if d in scratch_at:
                     # Python floats, whatever the dtype; time grows as n^2 at fixed d.
-                    medians["scratch"] = scratch_at[d] * (n / SCRATCH_N) ** 2
+                    fastest["scratch"] = scratch_at[d] * (n / SCRATCH_N) ** 2
                     row["scratch_extrapolated"] = n != SCRATCH_N
                 rows.append(row)
-                print_row(row)
+                print_row(row, VARIANTS)
     return rows
 
 
-def print_row(row: dict[str, Any]) -> None:
+def run_masks(args: argparse.Namespace, torch: Any) -> list[dict[str, Any]]:
+    """Attention with and without masks, float32 at d = MASK_D, for each n of --mask-n."""
+    rows = []
+    for n in args.mask_n:
+        rng = np.random.default_rng(n)
+        q, k, v = (rng.standard_normal((n, MASK_D), dtype=np.float32) for _ in range(3))
+        mask = rng.random((n, n)) < MASK_KEPT
+        calls = mask_variants(q, k, v, mask, torch)
+        check_agreement(calls, np.float32)
+        times = measure(calls, args.reps, args.pause, args.at_least)
+        row: dict[str, Any] = {"dtype": "float32", "n": n, "d": MASK_D, "kept": MASK_KEPT}
+        row |= {"seconds": {name: min(t) for name, t in times.items()}, "all_seconds": times}
+        rows.append(row)
+        print_row(row, MASK_VARIANTS)
+    return rows
+
+
+def print_row(row: dict[str, Any], variants: list[str]) -> None:
     s = row["seconds"]
-    times = "  ".join(f"{name} {s[name] * 1e3:9.3f} ms" for name in VARIANTS if name in s)
+    times = "  ".join(f"{name} {s[name] * 1e3:9.3f} ms" for name in variants if name in s)
     print(f"{row['dtype']:>7} n={row['n']:<5} d={row['d']:<4} {times}", flush=True)
 
 
@@ -205,15 +280,33 @@ def ratios(row: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def print_tables(rows: list[dict[str, Any]]) -> None:
+def mask_ratios(row: dict[str, Any]) -> dict[str, float]:
+    """What a mask costs: the time with it over the time without, ours and PyTorch's."""
+    s = row["seconds"]
+    out = {
+        "attention_causal / attention": s["attention_causal"] / s["attention"],
+        "attention_mask / attention": s["attention_mask"] / s["attention"],
+    }
+    if "torch_sdpa" in s:
+        out["torch_causal / torch_sdpa"] = s["torch_causal"] / s["torch_sdpa"]
+        out["torch_mask / torch_sdpa"] = s["torch_mask"] / s["torch_sdpa"]
+        out["attention_causal / torch_causal"] = s["attention_causal"] / s["torch_causal"]
+        out["attention_mask / torch_mask"] = s["attention_mask"] / s["torch_mask"]
+    return out
+
+
+def print_tables(rows: list[dict[str, Any]], ratios: Callable[[dict[str, Any]], Any]) -> None:
     for dtype in sorted({row["dtype"] for row in rows}, reverse=True):
         selected = [row for row in rows if row["dtype"] == dtype]
         names = list(ratios(selected[0]))
-        print(f"\n{dtype}: ratios of median times")
-        print(f"{'n':>6} {'d':>5}  " + "  ".join(f"{name:>22}" for name in names))
+        width = max(len(name) for name in names)
+        print(f"\n{dtype}: ratios of the fastest rounds")
+        print(f"{'n':>6} {'d':>5}  " + "  ".join(f"{name:>{width}}" for name in names))
         for row in selected:
             r = ratios(row)
-            cells = "  ".join(f"{r[name]:>22.2f}" if name in r else f"{'-':>22}" for name in names)
+            cells = "  ".join(
+                f"{r[name]:>{width}.2f}" if name in r else f"{'-':>{width}}" for name in names
+            )
             print(f"{row['n']:>6} {row['d']:>5}  {cells}")
 
 
@@ -230,14 +323,19 @@ TARGETS = [
     (4096, 768, "attention / gemm_only", "<=", 1.25),
     *((n, d, "plain / attention", ">=", 1.0) for n in (128, 512) for d in (64, 768)),
 ]
+MASK_TARGETS = [
+    (4096, 64, "attention_causal / attention", "<=", 0.6),
+    (4096, 64, "attention_mask / attention", "<=", 1.15),
+]
 
 
-def check_targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def check_targets(rows: list[dict[str, Any]], mask_rows: list[dict[str, Any]]) -> list[Any]:
     checked = []
-    by_size = {(row["n"], row["d"]): row for row in rows if row["dtype"] == "float32"}
-    for n, d, name, sense, bound in TARGETS:
-        row = by_size.get((n, d))
-        value = ratios(row).get(name) if row else None
+    by_size = {(row["n"], row["d"]): ratios(row) for row in rows if row["dtype"] == "float32"}
+    for row in mask_rows:
+        by_size.setdefault((row["n"], row["d"]), {}).update(mask_ratios(row))
+    for n, d, name, sense, bound in TARGETS + MASK_TARGETS:
+        value = by_size.get((n, d), {}).get(name)
         if value is None:
             continue  # size not run, or no PyTorch
         met = value <= bound if sense == "<=" else value >= bound
@@ -256,7 +354,7 @@ def check_targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for c in checked:
             mark = "met" if c["met"] else "NOT MET"
             size = f"n={c['n']:<5} d={c['d']:<4}"
-            print(f"  {size} {c['ratio']:<23} {c['value']:6.2f}  {c['target']:<7} {mark}")
+            print(f"  {size} {c['ratio']:<28} {c['value']:6.2f}  {c['target']:<7} {mark}")
     return checked
 
 
@@ -344,8 +442,66 @@ def machine(torch: Any) -> dict[str, Any]:
             for key, value in os.environ.items()
             if key.startswith(("OPENBLAS", "OMP", "MKL"))
         },
-        "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
     }
+
+
+def blas_line(info: dict[str, Any]) -> str:
+    """Which BLAS kernels run, and the OPENBLAS_* variables that choose them."""
+    kernels = [
+        f"{lib['internal_api']} {lib['version']} ({lib['architecture']} kernels)"
+        for lib in info["threadpools"]
+        if lib.get("architecture")
+    ]
+    chosen = [f"{key}={info['env'][key]}" for key in OPENBLAS_CHOICES if key in info["env"]]
+    return f"{', '.join(kernels) or 'BLAS kernels unknown'}; " + (
+        " ".join(chosen) or "OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset"
+    )
+
+
+# Variables that make OpenBLAS pick other (older) kernels than it would by itself.
+OPENBLAS_CHOICES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+# ---------------------------------------------------------------- a quiet machine
+
+
+def load_average() -> float | None:
+    """The 1-minute load average, or None where the system has none."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+
+
+def settle(limit: float, timeout: float) -> tuple[float | None, float]:
+    """Wait until the 1-minute load average is below `limit`, for at most `timeout` seconds.
+
+    Right after a run the load average still counts the run itself, and takes a
+    minute or two to decay: if the machine is otherwise quiet it falls below
+    the limit, if other programs are running it does not. Returns the last load
+    read and the seconds waited.
+    """
+    start = time.monotonic()
+    while True:
+        load = load_average()
+        waited = time.monotonic() - start
+        if load is None or load < limit or waited >= timeout:
+            return load, waited
+        time.sleep(5)
+
+
+def cpu_busy_seconds() -> float | None:
+    """CPU seconds all programs have used since boot (Linux /proc/stat), or None."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except (OSError, IndexError):
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in fields[:7])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_seconds() -> float:
+    """CPU seconds this process and its finished children have used."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def load_torch(wanted: bool) -> Any:
@@ -371,7 +527,15 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--pause", type=float, default=0.2, help="seconds before each timing")
     parser.add_argument("--at-least", type=float, default=0.02, help="seconds per timing, at least")
     parser.add_argument(
-        "--quick", action="store_true", help="n 128 512 2048, d 64, float32, 3 reps"
+        "--mask-n", type=int, nargs="*", default=[512, 2048, 4096], help="n for the mask rows"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="n 128 512 2048, d 64, float32, 3 reps, busy or not"
+    )
+    parser.add_argument(
+        "--allow-busy",
+        action="store_true",
+        help=f"keep the run even if the load average is not below {LOAD_LIMIT}",
     )
     parser.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
     parser.add_argument("--no-scratch", action="store_true", help="leave opbyop.scratch out")
@@ -389,6 +553,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
             3,
             0.1,
         )
+        args.mask_n, args.allow_busy = [512, 2048], True
     return args
 
 
@@ -397,7 +562,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.memory_child:
         memory_child(*args.memory_child)
         return 0
+    if not args.allow_busy:
+        print(f"Waiting for the load average to be below {LOAD_LIMIT}...", flush=True)
+        settle(LOAD_LIMIT, SETTLE_SECONDS)
     load_before = os.getloadavg() if hasattr(os, "getloadavg") else None  # before we add to it
+    if not args.allow_busy and load_before is not None and load_before[0] >= LOAD_LIMIT:
+        print(
+            f"The load average is {load_before[0]:.2f}, not below {LOAD_LIMIT}: other programs"
+            " are running, and they would take time from the one measured. Run again when"
+            " the machine is quiet, or pass --allow-busy to run anyway.",
+            file=sys.stderr,
+        )
+        return 2
+    busy_before, own_before, wall_before = cpu_busy_seconds(), own_cpu_seconds(), time.time()
     # The memory check first, while this process (its parent) is still small.
     memory = None if args.no_memory else memory_check(args.memory_n, 64)
     torch = load_torch(not args.no_torch and not args.memory_only)
@@ -405,27 +582,56 @@ def main(argv: list[str] | None = None) -> int:
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": " ".join(["python", "benchmarks/attention.py", *sys.argv[1:]]),
         "machine": machine(torch),
-        "settings": {key: vars(args)[key] for key in ("reps", "pause", "at_least")},
+        "settings": {key: vars(args)[key] for key in ("reps", "pause", "at_least", "allow_busy")},
     }
+    report["settings"] |= {"statistic": "fastest round", "load_limit": LOAD_LIMIT}
     info = report["machine"]
     info["load_average"] = load_before
     print(
-        f"{info['cpu']}, {info['cores']} cores; NumPy {info['numpy']}; load {info['load_average']}",
+        f"{info['cpu']}, {info['cores']} cores; NumPy {info['numpy']}; load {info['load_average']}"
+        f"\n{blas_line(info)}",
         flush=True,
     )
     ok = True
     if not args.memory_only:
         report["rows"] = run(args, torch)
-        print_tables(report["rows"])
-        report["targets"] = check_targets(report["rows"])
+        print_tables(report["rows"], ratios)
+        report["mask_rows"] = run_masks(args, torch)
+        if report["mask_rows"]:
+            print_tables(report["mask_rows"], mask_ratios)
+        report["targets"] = check_targets(report["rows"], report["mask_rows"])
     if memory is not None:
         report["memory"] = memory
         ok = memory["met"]
-    info["load_average_after"] = os.getloadavg() if hasattr(os, "getloadavg") else None
+    busy_after, own_after, wall_after = cpu_busy_seconds(), own_cpu_seconds(), time.time()
+    if busy_before is not None and busy_after is not None:
+        # CPU time the rest of the machine used while this run took its own.
+        others = (busy_after - busy_before) - (own_after - own_before)
+        info["others_cpu_seconds"] = max(others, 0.0)
+        info["run_seconds"] = wall_after - wall_before
+    if args.allow_busy:
+        info["load_average_after"] = os.getloadavg() if hasattr(os, "getloadavg") else None
+    else:
+        print(f"\nWaiting for the load average to fall below {LOAD_LIMIT}...", flush=True)
+        settle(LOAD_LIMIT, SETTLE_SECONDS)
+        info["load_average_after"] = os.getloadavg() if hasattr(os, "getloadavg") else None
+        info["settle_seconds"] = time.time() - wall_after
+    after = info["load_average_after"]
+    print(
+        f"load average before: {load_before}; after: {after};"
+        f" CPU seconds other programs used meanwhile: {info.get('others_cpu_seconds')}"
+    )
+    if not args.allow_busy and after is not None and after[0] >= LOAD_LIMIT:
+        print(
+            f"Not kept: the load average stayed at {after[0]:.2f} after the run, so other"
+            " programs were running. Run again when the machine is quiet.",
+            file=sys.stderr,
+        )
+        return 2
     out = args.out or RESULTS / f"run-{datetime.datetime.now():%Y%m%d-%H%M%S}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1) + "\n")
-    print(f"\nload average after: {info['load_average_after']}; results in {out}")
+    print(f"results in {out}")
     return 0 if ok else 1
 
 

@@ -140,7 +140,7 @@ def test_blas_threads_come_back_after_a_threaded_call() -> None:
 
 
 def test_a_failing_block_raises_in_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(*args: Any) -> None:
+    def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("block failed")
 
     monkeypatch.setattr(ops, "_attend", broken)

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from opbyop import attention, attention_weights, ops
 
@@ -25,7 +27,7 @@ def random_mask(*shape: int, seed: int = 0, p: float = 0.7) -> Array:
     return np.random.default_rng(seed).random(shape) < p
 
 
-def reference_weights(q: Array, k: Array, keep: Array | None = None) -> Array:
+def reference_weights(q: Array, k: Array, keep: Any = None) -> Array:
     """Masked attention weights in float64: each row's exp over the keys it keeps, summed.
 
     A row that keeps no key gets zeros.
@@ -37,13 +39,13 @@ def reference_weights(q: Array, k: Array, keep: Array | None = None) -> Array:
     )
     biggest = np.where(keep, scores, -np.inf).max(axis=-1, keepdims=True)
     biggest = np.where(np.isfinite(biggest), biggest, 0.0)
-    exps = np.where(keep, np.exp(np.where(keep, scores, 0.0) - biggest), 0.0)
+    exps = np.exp(np.where(keep, scores - biggest, -np.inf))
     totals = exps.sum(axis=-1, keepdims=True)
     weights: Array = exps / np.where(totals > 0, totals, 1.0)
     return weights
 
 
-def reference(q: Array, k: Array, v: Array, keep: Array | None = None) -> Array:
+def reference(q: Array, k: Array, v: Array, keep: Any = None) -> Array:
     out: Array = np.einsum("...ij,...jd->...id", reference_weights(q, k, keep), v)
     return out
 
@@ -144,6 +146,39 @@ def test_a_query_that_sees_no_key_gets_zeros_as_in_pytorch() -> None:
     np.testing.assert_array_equal(attention(q, k, v, mask=np.zeros(5, dtype=bool)), 0.0)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(("rows", "workers"), [(None, None), (1, 1), (2, 2)])
+def test_a_hidden_key_far_above_the_kept_ones_does_not_drown_them(
+    dtype: Any, rows: int | None, workers: int | None
+) -> None:
+    # Key 0 scores 1e4 above the others, so exp of the kept ones against it
+    # underflows to 0: those rows must be computed against the kept keys alone.
+    q = np.array([[1.0], [1.0], [-1.0]], dtype=dtype)
+    k = np.array([[1e4], [1.0], [2.0]], dtype=dtype)
+    v = np.array([[100.0, 0.0], [1.0, 2.0], [3.0, 4.0]], dtype=dtype)
+    keep = np.array([[False, True, True], [True, True, True], [False, True, True]])
+    want_w = reference_weights(q, k, keep)
+    got = ops._blocked_attention(q, k, v, 1.0, keep=keep, block_rows=rows, workers=workers)
+    np.testing.assert_allclose(got, want_w @ v.astype(np.float64), rtol=1e-6)
+    np.testing.assert_allclose(attention_weights(q, k, mask=keep), want_w, rtol=1e-6)
+    causal_w = reference_weights(q[::-1], k[::-1], causal(3, 3))  # key 2 scores 1e4 for row 0
+    np.testing.assert_allclose(
+        attention_weights(q[::-1], k[::-1], is_causal=True), causal_w, rtol=1e-6, atol=1e-30
+    )
+
+
+def test_hidden_scores_that_overflow_give_nan_rows_as_in_pytorch() -> None:
+    # PyTorch adds -inf to a hidden score: inf + -inf is nan, and the row is nan.
+    q = np.array([[1e20], [1.0]], dtype=np.float32)
+    k = np.array([[1e20], [1.0]], dtype=np.float32)
+    v = np.array([[1.0], [2.0]], dtype=np.float32)
+    keep = np.array([[False, True], [True, True]])
+    out, weights = attention(q, k, v, mask=keep), attention_weights(q, k, mask=keep)
+    assert np.isnan(out[0]).all()
+    assert np.isnan(weights[0]).all()
+    np.testing.assert_allclose(weights[1] @ v, out[1], rtol=1e-6)
+
+
 def test_a_mask_of_all_true_changes_nothing() -> None:
     q, k, v = rand(3, 4, seed=1), rand(5, 4, seed=2), rand(5, 2, seed=3)
     np.testing.assert_array_equal(
@@ -185,9 +220,12 @@ def test_masks_in_blocks_agree_with_the_reference(
     keep = None if mask_shape is None else random_mask(*mask_shape, seed=6, p=0.6)
     if keep is not None:
         keep[..., 0, :] = False  # a query with no key to look at, in every block size
-    keep_full = ops._checked_mask(keep, is_causal, q, k, v)
-    got = ops._blocked_attention(q, k, v, 0.5, keep=keep_full, block_rows=rows, workers=workers)
-    want = reference(q * (0.5 * math.sqrt(4)), k, v, keep_full)  # scale 0.5, not 1/sqrt(4)
+    view = ops._checked_mask(keep, is_causal, q, k, v)  # keep broadcast to the scores
+    got = ops._blocked_attention(
+        q, k, v, 0.5, keep=view, is_causal=is_causal, block_rows=rows, workers=workers
+    )
+    hidden_by_both = (True if keep is None else keep) & (causal(7, 9) if is_causal else True)
+    want = reference(q * (0.5 * math.sqrt(4)), k, v, hidden_by_both)  # scale 0.5
     tol = 1e-12 if dtype == np.float64 else 1e-5
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
@@ -202,6 +240,47 @@ def test_masks_on_a_larger_input_use_threads() -> None:
     np.testing.assert_allclose(
         attention(q, k, v, is_causal=True), reference(q, k, v, causal(600, 700)), atol=1e-13
     )
+
+
+@settings(deadline=None, max_examples=150)
+@given(
+    st.integers(1, 3),  # batch
+    st.integers(1, 12),  # n_q
+    st.integers(1, 12),  # n_k
+    st.integers(1, 5),  # d
+    st.sampled_from([None, 1, 2, 5, 40]),  # rows per block (None: the default path)
+    st.integers(1, 3),  # threads
+    st.booleans(),  # is_causal
+    st.sampled_from([None, "full", "padding", "row"]),  # mask shape
+    st.sampled_from([1.0, 30.0]),  # spread of q and k: 30 makes kept exps underflow
+    st.integers(0, 2**32 - 1),  # seed
+)
+def test_any_masked_blocks_agree_with_the_reference(
+    batch: int,
+    n_q: int,
+    n_k: int,
+    d: int,
+    rows: int | None,
+    workers: int,
+    is_causal: bool,
+    kind: str | None,
+    spread: float,
+    seed: int,
+) -> None:
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.standard_normal((batch, n, d)) for n in (n_q, n_k, n_k))
+    q, k = q * spread, k * spread
+    shapes = {"full": (batch, n_q, n_k), "padding": (batch, 1, n_k), "row": (n_k,)}
+    keep = None if kind is None else rng.random(shapes[kind]) < 0.6
+    view = ops._checked_mask(keep, is_causal, q, k, v)
+    got: Array = ops._blocked_attention(
+        q, k, v, 1 / math.sqrt(d), keep=view, is_causal=is_causal, block_rows=rows, workers=workers
+    )
+    both = (True if keep is None else keep) & (causal(n_q, n_k) if is_causal else True)
+    np.testing.assert_allclose(got, reference(q, k, v, both), rtol=1e-10, atol=1e-12)
+    want_w = reference_weights(q, k, both)
+    got_w = attention_weights(q, k, mask=keep, is_causal=is_causal)
+    np.testing.assert_allclose(got_w, want_w, rtol=1e-10, atol=1e-14)
 
 
 # ---------------------------------------------------------------- bad masks

@@ -96,3 +96,48 @@ def test_scratch_and_numpy_agree(args: tuple[Array, ...]) -> None:
     np.testing.assert_allclose(from_scratch, attention(q, k, v), rtol=1e-12, atol=1e-12)
     weights = scratch.softmax(q.tolist())
     np.testing.assert_allclose(weights, softmax(q), rtol=1e-12, atol=0)
+
+
+# ---------------------------------------------------------------- masks
+
+
+@given(qkv(), st.data())
+def test_masking_a_key_is_deleting_it(args: tuple[Array, ...], data: st.DataObject) -> None:
+    q, k, v = args
+    n_k = k.shape[-2]
+    keys = data.draw(hnp.arrays(np.bool_, n_k).filter(lambda keys: keys.any()))
+    kept = np.flatnonzero(keys)
+    np.testing.assert_allclose(
+        attention(q, k, v, mask=keys),
+        attention(q, k[..., kept, :], v[..., kept, :]),
+        rtol=1e-12,
+        atol=1e-12,
+    )
+
+
+@given(qkv(), st.data())
+def test_each_query_with_its_own_mask_is_attention_over_its_kept_keys(
+    args: tuple[Array, ...], data: st.DataObject
+) -> None:
+    q, k, v = (x.reshape(-1, *x.shape[-2:])[0] for x in args)  # one matrix each
+    n_q, n_k = q.shape[0], k.shape[0]
+    rows = hnp.arrays(np.bool_, n_k).filter(lambda keys: keys.any())  # a key left for each
+    keep = np.stack([data.draw(rows) for _ in range(n_q)])
+    out = attention(q, k, v, mask=keep)
+    for i in range(n_q):
+        kept = np.flatnonzero(keep[i])
+        alone = attention(q[i : i + 1], k[kept], v[kept])
+        np.testing.assert_allclose(out[i : i + 1], alone, rtol=1e-12, atol=1e-12)
+
+
+@given(qkv(), st.integers(1, 6))
+def test_causal_attention_on_a_prefix_is_the_prefix_of_the_outputs(
+    args: tuple[Array, ...], prefix: int
+) -> None:
+    q, k, v = args
+    n = min(q.shape[-2], k.shape[-2])  # the same length for queries and keys
+    q, k, v = q[..., :n, :], k[..., :n, :], v[..., :n, :]
+    p = min(prefix, n)
+    whole = attention(q, k, v, is_causal=True)
+    start = attention(q[..., :p, :], k[..., :p, :], v[..., :p, :], is_causal=True)
+    np.testing.assert_allclose(start, whole[..., :p, :], rtol=1e-12, atol=1e-12)

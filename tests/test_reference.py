@@ -37,6 +37,8 @@ def _load() -> dict[str, dict[str, Array]]:
 CASES = _load()
 ATTENTION = sorted(name for name in CASES if name.startswith("attention_"))
 SOFTMAX = sorted(name for name in CASES if name.startswith("softmax_"))
+MASKED = sorted(name for name in CASES if name.startswith("masked_"))
+MATH_PATH = sorted(name for name in CASES if name.startswith("math_path_"))
 
 
 def assert_matches(got: Array, want: Array) -> None:
@@ -72,6 +74,70 @@ def test_attention_weights_match_pytorch(name: str) -> None:
 def test_softmax_matches_pytorch(name: str) -> None:
     case = CASES[name]
     assert_matches(softmax(case["x"], axis=int(case["axis"])), case["out"])
+
+
+# ---------------------------------------------------------------- masks
+
+
+def test_the_reference_file_has_the_masked_cases() -> None:
+    names = {name.removeprefix("masked_").rsplit("_", 1)[0] for name in MASKED}
+    wanted = {"random", "causal_fewer_queries", "causal_more_queries", "fully_masked_rows"}
+    assert wanted | {"padding", "per_head", "causal_and_mask", "weights"} <= names
+    for name in names:  # each in float64 and float32
+        assert {f"masked_{name}_f64", f"masked_{name}_f32"} <= set(MASKED)
+    fully = CASES["masked_fully_masked_rows_f64"]
+    assert not fully["mask"].any(axis=-1).all()  # some query sees no key...
+    assert (fully["out"][~fully["mask"].any(axis=-1)] == 0).all()  # ...and PyTorch gives zeros
+
+
+def masked_arguments(case: dict[str, Array]) -> dict[str, Any]:
+    return {"mask": case.get("mask"), "is_causal": bool(case["is_causal"])}
+
+
+@pytest.mark.parametrize("name", MASKED)
+def test_masked_attention_matches_pytorch(name: str) -> None:
+    case = CASES[name]
+    assert_matches(
+        attention(case["q"], case["k"], case["v"], **masked_arguments(case)), case["out"]
+    )
+
+
+@pytest.mark.parametrize("name", [name for name in MASKED if "_weights" in name])
+def test_masked_attention_weights_match_pytorch(name: str) -> None:
+    # v is the identity, so PyTorch's output is the weights themselves
+    case = CASES[name]
+    assert_matches(attention_weights(case["q"], case["k"], **masked_arguments(case)), case["out"])
+
+
+@pytest.mark.parametrize("name", [name for name in MASKED if name.endswith("_f64")])
+def test_both_layers_agree_with_pytorch_on_every_masked_matrix(name: str) -> None:
+    # Every (query, key) matrix of the case, through the scratch layer and through
+    # attention_weights @ v, against PyTorch's output.
+    case = CASES[name]
+    q, k, v = case["q"], case["k"], case["v"]
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    mask = case.get("mask", np.ones((n_q, n_k), dtype=bool))
+    if case["is_causal"]:
+        mask = mask & np.tri(n_q, n_k, dtype=bool)
+    out = case["out"]
+    batch = out.shape[:-2]
+    mask = np.broadcast_to(mask, (*batch, n_q, n_k))
+    q, k, v = (np.broadcast_to(x, (*batch, *x.shape[-2:])) for x in (q, k, v))
+    weights = attention_weights(q, k, mask=mask)
+    np.testing.assert_allclose(weights @ v, out, rtol=1e-12, atol=1e-14)
+    for index in np.ndindex(*batch):
+        from_scratch = scratch.masked_attention(
+            q[index].tolist(), k[index].tolist(), v[index].tolist(), mask[index].tolist()
+        )
+        np.testing.assert_allclose(from_scratch, out[index], rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("name", MATH_PATH)
+def test_scores_overflow_as_on_sdpas_math_path(name: str) -> None:
+    case = CASES[name]
+    assert_matches(attention(case["q"], case["k"], case["v"]), case["out"])
+    if "_weights_" in name:
+        assert_matches(attention_weights(case["q"], case["k"]), case["out"])
 
 
 def _scratch_can_take(case: dict[str, Array]) -> bool:

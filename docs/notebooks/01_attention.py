@@ -162,9 +162,12 @@ picture(
 #
 # - the largest weight: 0.1 means spread evenly over the 10 keys,
 #   1 means all on one key;
-# - the entropy, in nats: `-sum(w * log(w))`, which is ln(10),
-#   about 2.30, when the weight is spread evenly, and 0 when it all
-#   sits on one key.
+# - the entropy: `-sum(w * log(w))`, in nats (the unit of the
+#   natural logarithm), which is ln(10), about 2.30, when the weight
+#   is spread evenly, and 0 when it all sits on one key.
+#
+# The table also gives `std`, the standard deviation of the raw
+# scores: how far, typically, a score is from 0.
 
 # %%
 SIZES = sorted([2**p for p in range(3, 13)] + [384, 768])

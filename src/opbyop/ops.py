@@ -109,7 +109,10 @@ def attention_weights(
 
     The first episode's four operations at once: compare every query with
     every key (``@`` with `k` transposed), scale, then softmax each row.
-    Keys a query may not look at (`mask`, `is_causal`) get weight 0.
+    Keys a query may not look at (`mask`, `is_causal`) get weight 0. The
+    weights are those `attention` uses, computed as the math path of
+    PyTorch's ``scaled_dot_product_attention`` computes them: q and k are each
+    multiplied by ``sqrt(scale)`` before their product.
 
     Use it to look at the weights: to print, plot or test them. It holds all
     ``n_q x n_k`` of them (1 GiB of float32 at n = 16384), so to compute
@@ -138,10 +141,12 @@ def attention_weights(
     -------
     numpy.ndarray, shape (..., n_q, n_k)
         Each row holds one query's weights, adding up to 1. A query that may
-        look at no key gets a row of zeros, as in PyTorch 2.5 and later
-        (JAX's ``dot_product_attention`` gives it equal weights on every key
-        instead). With no keys the rows are empty. Scores too large for the
-        dtype overflow to ``inf`` and give ``nan`` rows, as in PyTorch.
+        look at no key (or whose scores all overflow to ``-inf``) gets a row
+        of zeros, as in PyTorch 2.5 and later; JAX's
+        ``dot_product_attention`` gives it equal weights on every key
+        instead. With no keys the rows are empty. A scaled score too large
+        for the dtype overflows to ``inf`` and makes its row ``nan``, hidden
+        key or not, as on PyTorch's math path.
 
     Examples
     --------
@@ -158,13 +163,13 @@ def attention_weights(
     keep = _checked_mask(mask, is_causal, q, k)
     scale = _scale(scale, d_k=q.shape[-1])
     (q, k), out_dtype = _cast(q, k)
-    q, k = _scaled(q, k, scale)
+    q, k = _scaled(q, k, scale)  # each by sqrt(scale), as PyTorch's math path
     with np.errstate(over="ignore", invalid="ignore"):  # too-big scores: inf, as in PyTorch
         scores = q @ np.swapaxes(k, -1, -2)  # mat_mul with k transposed: [..., n_q, n_k]
-    if keep is not None:
-        np.copyto(scores, -np.inf, where=~keep)  # a hidden key counts as a score of -inf
-    weights = _softmax(scores, axis=-1, hidden_rows_zero=True)  # each row adds up to 1
-    return weights.astype(out_dtype, copy=False)
+        # softmax, but hidden keys weigh 0 and a query that sees no key gets zeros
+        sums = _exp_kept(scores, q, k, keep, diagonal=0 if is_causal else None)
+        scores /= sums  # each row adds up to 1
+    return scores.astype(out_dtype, copy=False)
 
 
 def attention(
@@ -181,7 +186,9 @@ def attention(
     ``attention_weights(q, k, mask=mask, is_causal=is_causal) @ v``, as the
     math path of ``torch.nn.functional.scaled_dot_product_attention`` computes
     it without dropout: q and k are each multiplied by ``sqrt(scale)`` before
-    their product.
+    their product. PyTorch takes that path for 2-D and 3-D inputs; its fused
+    CPU kernel, which it uses for 4-D ones, scales after the product and so
+    overflows sooner.
 
     Use it for the result; use `attention_weights` to look at the weights. It
     goes through the queries a block of rows at a time, so it never holds all
@@ -192,6 +199,9 @@ def attention(
     1) and the ``(n_q, d_v)`` result is divided by their sums: values within a
     factor n_k of the dtype's largest number can then overflow to ``inf``,
     where PyTorch still returns them (values that large are no real model's).
+    A mask is read a block at a time and costs one multiplication per score;
+    with `is_causal` no score above the diagonal is computed, which saves
+    about half the time.
 
     Parameters
     ----------
@@ -240,21 +250,15 @@ def attention(
     keep = _checked_mask(mask, is_causal, q, k, v)
     scale = _scale(scale, d_k=q.shape[-1])
     (q, k, v), out_dtype = _cast(q, k, v)  # float32 or wider, even for float16
-    return _blocked_attention(q, k, v, scale, keep=keep).astype(out_dtype, copy=False)
+    out = _blocked_attention(q, k, v, scale, keep=keep, is_causal=is_causal)
+    return out.astype(out_dtype, copy=False)
 
 
-def _softmax(x: FloatArray, axis: int, *, hidden_rows_zero: bool = False) -> FloatArray:
-    """Softmax of a float array along `axis`, computed in place in `x`.
-
-    A row of only ``-inf`` gives ``nan`` (``torch.softmax``), or zeros with
-    `hidden_rows_zero` (attention, as PyTorch's SDPA).
-    """
-    _exp_minus_max(x, axis, hidden_rows_zero=hidden_rows_zero)
-    sums = x.sum(axis=axis, keepdims=True)
-    if hidden_rows_zero:
-        _no_zero_sums(sums)
+def _softmax(x: FloatArray, axis: int) -> FloatArray:
+    """Softmax of a float array along `axis`, computed in place in `x`."""
+    _exp_minus_max(x, axis)
     with np.errstate(invalid="ignore"):  # a nan row stays nan
-        x /= sums
+        x /= x.sum(axis=axis, keepdims=True)
     return x
 
 
@@ -272,13 +276,78 @@ def _exp_minus_max(x: FloatArray, axis: int, *, hidden_rows_zero: bool = False) 
         np.exp(x, out=x)
 
 
-def _no_zero_sums(sums: FloatArray) -> None:
-    """Replace sums of 0 by 1, in place: a row of zeros stays zeros when divided.
+# ---------------------------------------------------------------- hidden keys
+#
+# A hidden key counts as a score of -inf: weight 0. Writing -inf into the
+# scores where a random mask says so (np.copyto with where=) takes several
+# times as long as a pass of exp: the processor cannot guess which element
+# comes next. Multiplying by the mask (0 or 1) takes less than a pass of exp,
+# and does not branch. So the exps are taken against the row's largest score,
+# hidden keys included, and then multiplied by the mask. That gives the same
+# weights unless a hidden key's score is so far above the kept ones that their
+# exps underflow: those few rows are redone the slow way.
 
-    After `_exp_minus_max` a row's sum is at least 1 (its largest score gives
-    ``exp(0)``) unless the row was only ``-inf``: every key hidden.
+
+def _exp_kept(
+    scores: FloatArray,
+    q: FloatArray,
+    k: FloatArray,
+    keep: NDArray[np.bool_] | None,
+    diagonal: int | None,
+) -> FloatArray:  # [..., r, n_k] -> [..., r, 1]
+    """Softmax's numerators, in place in `scores`, with hidden keys at 0; return the row sums.
+
+    `scores` is ``q @ k.T``. `keep` is True where a query may look at a key.
+    With `diagonal`, row ``i`` also hides the keys after ``diagonal + i``: the
+    causal rule for a block whose first query is number `diagonal`. A row
+    that keeps no key is all zeros, with a sum of 1 to divide by.
     """
-    sums[sums == 0.0] = 1.0
+    n_rows, n_cols = scores.shape[-2:]
+    _exp_minus_max(scores, axis=-1, hidden_rows_zero=True)
+    if keep is not None:
+        np.multiply(scores, keep.view(np.uint8), out=scores)  # uint8: faster than bool
+    if diagonal is not None and diagonal + 1 < n_cols:
+        part = scores[..., diagonal:]  # the square holding the block's diagonal
+        np.multiply(part, np.tri(n_rows, n_cols - diagonal, dtype=np.uint8), out=part)
+    # Each row's sum, for the division: BLAS adds up rows 3x faster than np.sum.
+    sums = np.matmul(scores, np.ones(n_cols, dtype=scores.dtype))[..., np.newaxis]
+    if keep is not None or diagonal is not None:
+        _redo_faint_rows(scores, sums, q, k, keep, diagonal)
+    sums[sums == 0.0] = 1.0  # a query that sees no key: zeros, as in PyTorch
+    return sums
+
+
+def _redo_faint_rows(
+    scores: FloatArray,
+    sums: FloatArray,
+    q: FloatArray,
+    k: FloatArray,
+    keep: NDArray[np.bool_] | None,
+    diagonal: int | None,
+) -> None:
+    """Recompute, hidden keys set to -inf first, the rows whose kept exps nearly underflowed.
+
+    A row whose sum is at least sqrt(tiny), tiny being the dtype's smallest
+    normal number, lost at most tiny / sum <= sqrt(tiny) of its weight to
+    underflow: far below rounding. The others (none, in real inputs) are redone.
+    """
+    faint = np.nonzero(sums[..., 0] < math.sqrt(np.finfo(scores.dtype).tiny))
+    if faint[0].size == 0:
+        return
+    batch, n_cols = scores.shape[:-2], scores.shape[-1]
+    q_rows = np.broadcast_to(q, (*batch, *q.shape[-2:]))[faint]  # [m, d_k]
+    k_rows = np.broadcast_to(k, (*batch, *k.shape[-2:]))[faint[:-1]]  # [m, n_k, d_k]
+    with np.errstate(over="ignore", invalid="ignore"):
+        rows = np.matmul(k_rows, q_rows[..., np.newaxis])[..., 0]  # [m, n_k]
+    hidden = np.zeros(rows.shape, dtype=bool)
+    if keep is not None:
+        hidden |= ~np.broadcast_to(keep, scores.shape)[faint]
+    if diagonal is not None:
+        hidden |= np.arange(n_cols) > (diagonal + faint[-1])[:, np.newaxis]
+    rows[hidden] = -np.inf
+    _exp_minus_max(rows, axis=-1, hidden_rows_zero=True)
+    scores[faint] = rows
+    sums[faint] = rows.sum(axis=-1, keepdims=True)
 
 
 def _checked(**arrays: ArrayLike) -> list[NDArray[Any]]:
@@ -341,10 +410,10 @@ def _work_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
 def _checked_mask(
     mask: ArrayLike | None, is_causal: bool, *arrays: NDArray[Any]
 ) -> NDArray[np.bool_] | None:
-    """The keys each query may look at, broadcast to the scores, or None for all.
+    """`mask` broadcast to the scores' shape (a read-only view), or None.
 
-    `arrays` are q, k (and v), already checked. The result is a read-only view
-    when only `mask` is given, and a new array when `is_causal` is True.
+    `arrays` are q, k (and v), already checked. `is_causal` is only checked:
+    the causal rule is applied block by block, never as a whole mask.
     """
     if not isinstance(is_causal, (bool, np.bool_)):
         raise TypeError(f"is_causal must be True or False, got {is_causal!r}")
@@ -368,9 +437,6 @@ def _checked_mask(
                 f"mask with shape {keep.shape} does not broadcast to the scores,"
                 f" shape (..., n_q, n_k) = {scores}"
             ) from None
-    if is_causal:
-        causal = np.tri(n_q, n_k, dtype=bool)  # query i sees keys 0..i, from the top left
-        keep = causal if keep is None else keep & causal
     return keep
 
 
@@ -463,48 +529,41 @@ def _blocked_attention(
     scale: float,
     *,
     keep: NDArray[np.bool_] | None = None,
+    is_causal: bool = False,
     block_rows: int | None = None,
     workers: int | None = None,
 ) -> FloatArray:  # [..., n_q, d_k], [..., n_k, d_k], [..., n_k, d_v] -> [..., n_q, d_v]
     """``softmax(q @ k.T * scale) @ v`` a block of query rows at a time, never all scores.
 
     `q`, `k` and `v` are float arrays of one dtype whose shapes fit; `keep`,
-    if given, is True where a query may look at a key, in the scores' shape.
-    The other keyword arguments, for tests, set the query rows per block and
-    the number of threads.
+    if given, is True where a query may look at a key, in the scores' shape
+    (a broadcast view: it is read a block at a time, never copied whole).
+    With `is_causal`, a block computes no score for the keys after its last
+    query. The other keyword arguments, for tests, set the query rows per
+    block and the number of threads.
     """
     batch = _batch_shape(q.shape, k.shape, v.shape)
     n_q, n_k, d_v = q.shape[-2], k.shape[-2], v.shape[-1]
     if n_k == 0 or n_q == 0 or 0 in batch:  # no keys: zeros, as in PyTorch
         return np.zeros((*batch, n_q, d_v), dtype=q.dtype)
-    q, k = _scaled(q, k, scale)
+    q, k = _scaled(q, k, scale)  # each by sqrt(scale), as PyTorch's math path
     n_scores = math.prod(batch) * n_q * n_k
     if block_rows is None and n_scores < _THREADS_FROM:  # small: one block, no threads
-        return _attend_at_once(q, k, v, batch, keep)
+        out = np.empty((*batch, n_q, d_v), dtype=q.dtype)
+        scores = np.empty((*batch, n_q, n_k), dtype=q.dtype)
+        with np.errstate(over="ignore", invalid="ignore"):  # as in _run_blocks
+            _attend(q, k, v, out, scores, keep, diagonal=0 if is_causal else None)
+        return out
     q, k, v = (_flat_batch(x, batch) for x in (q, k, v))  # [b, n, d]: one loop over blocks
-    if keep is not None:
-        keep = _flat_batch(keep, batch)
     out = np.empty((math.prod(batch), n_q, d_v), dtype=q.dtype)
     workers = workers or _workers()
     rows = block_rows or _block_rows(q, k, v, workers)
     blocks = _blocks(out.shape[0], n_q, rows)
-    _run_blocks(q, k, v, keep, out, blocks, min(workers, len(blocks)))
+    if is_causal:  # the costliest blocks (the last rows, which see the most keys) first
+        blocks.sort(key=lambda block: block[1].stop, reverse=True)
+    masks = None if keep is None else _BatchMask(keep, batch)
+    _run_blocks(q, k, v, out, blocks, min(workers, len(blocks)), masks, is_causal)
     return out.reshape(*batch, n_q, d_v)
-
-
-def _attend_at_once(
-    q: FloatArray,
-    k: FloatArray,
-    v: FloatArray,
-    batch: tuple[int, ...],
-    keep: NDArray[np.bool_] | None,
-) -> FloatArray:  # [..., n_q, d_k], [..., n_k, d_k], [..., n_k, d_v] -> [..., n_q, d_v]
-    """Attention as one block, for inputs whose scores all fit in the cache."""
-    out = np.empty((*batch, q.shape[-2], v.shape[-1]), dtype=q.dtype)
-    scores = np.empty((*batch, q.shape[-2], k.shape[-2]), dtype=q.dtype)
-    with np.errstate(over="ignore", invalid="ignore"):  # as in _run_blocks
-        _attend(q, k, v, keep, out, scores)
-    return out
 
 
 def _flat_batch(x: NDArray[T], batch: tuple[int, ...]) -> NDArray[T]:  # [..., n, d] -> [b, n, d]
@@ -536,30 +595,65 @@ def _blocks(n_batch: int, n_q: int, rows: int) -> list[Block]:
     return [(slice(b, b + entries), slice(0, n_q)) for b in range(0, n_batch, entries)]
 
 
+class _BatchMask:
+    """A mask broadcast to ``(*batch, n_q, n_k)``, read by flat batch entry and rows.
+
+    The batch of q, k and v is flattened to one dimension; the mask's batch
+    may broadcast (a padding mask ``(b, 1, 1, n)`` over heads and queries), and
+    flattening it would copy it whole. So each block's part is looked up in
+    the mask as it is: a view for one batch entry, a copy of just that block's
+    part for several.
+    """
+
+    def __init__(self, keep: NDArray[np.bool_], batch: tuple[int, ...]) -> None:
+        self.keep, self.batch = keep, batch
+
+    def block(self, entries: slice, rows: slice, n_cols: int) -> NDArray[np.bool_]:
+        """The part of the mask for `entries`, `rows` and the first `n_cols` keys."""
+        first, stop = entries.start, min(entries.stop, math.prod(self.batch))
+        if stop - first == 1:
+            index = np.unravel_index(first, self.batch) if self.batch else ()
+            return self.keep[index][np.newaxis, rows, :n_cols]
+        index = np.unravel_index(np.arange(first, stop), self.batch)
+        return self.keep[index][:, rows, :n_cols]
+
+
 def _run_blocks(
     q: FloatArray,
     k: FloatArray,
     v: FloatArray,
-    keep: NDArray[np.bool_] | None,
     out: FloatArray,
     blocks: list[Block],
     workers: int,
+    masks: _BatchMask | None,
+    is_causal: bool,
 ) -> None:
     """Compute every block of `out`, with `workers` threads taking blocks as they finish."""
     todo = deque(blocks)
+    n_k = k.shape[1]
 
     def work() -> None:
-        buffer = np.empty(max(_block_size(block, k.shape[1]) for block in blocks), dtype=q.dtype)
+        buffer = np.empty(max(_block_size(block, n_k) for block in blocks), dtype=q.dtype)
         with np.errstate(over="ignore", invalid="ignore"):  # errstate is per thread
             while todo:
                 try:
                     entries, rows = todo.popleft()  # atomic: two threads never take one block
                 except IndexError:  # another thread took the last block
                     return
+                # Causal: the block's last query sees keys up to its own number, no further.
+                n_cols = min(rows.stop, n_k) if is_causal else n_k
                 into = out[entries, rows]
-                scores = buffer[: into[..., 0].size * k.shape[1]].reshape(*into.shape[:-1], -1)
-                block_keep = None if keep is None else keep[entries, rows]
-                _attend(q[entries, rows], k[entries], v[entries], block_keep, into, scores)
+                scores = buffer[: into[..., 0].size * n_cols].reshape(*into.shape[:-1], n_cols)
+                keep = None if masks is None else masks.block(entries, rows, n_cols)
+                _attend(
+                    q[entries, rows],
+                    k[entries, :n_cols],
+                    v[entries, :n_cols],
+                    into,
+                    scores,
+                    keep,
+                    diagonal=rows.start if is_causal else None,
+                )
 
     if workers == 1:
         work()
@@ -583,23 +677,18 @@ def _attend(
     q: FloatArray,
     k: FloatArray,
     v: FloatArray,
-    keep: NDArray[np.bool_] | None,
     out: FloatArray,
     scores: FloatArray,
+    keep: NDArray[np.bool_] | None = None,
+    diagonal: int | None = None,
 ) -> None:  # [..., r, d_k], [..., n_k, d_k], [..., n_k, d_v] -> out [..., r, d_v]
     """One block of attention into `out`, its scores ``[..., r, n_k]`` into `scores`.
 
-    q and k are already scaled; `keep`, if given, is True where a query may
-    look at a key.
+    q and k are already scaled. `keep` and `diagonal` hide keys, as in `_exp_kept`.
     """
     np.matmul(q, np.swapaxes(k, -1, -2), out=scores)
-    if keep is not None:
-        np.copyto(scores, -np.inf, where=~keep)  # a hidden key counts as a score of -inf
-    _exp_minus_max(scores, axis=-1, hidden_rows_zero=True)
+    sums = _exp_kept(scores, q, k, keep, diagonal)
     n_k, d_v = scores.shape[-1], out.shape[-1]
-    # Each row's sum, for the division: BLAS adds up rows 3x faster than np.sum.
-    sums = np.matmul(scores, np.ones(n_k, dtype=scores.dtype))[..., np.newaxis]
-    _no_zero_sums(sums)  # a query that sees no key: zeros, as in PyTorch
     if d_v < n_k:  # divide the r x d_v outputs rather than the r x n_k weights
         np.matmul(scores, v, out=out)
         out /= sums

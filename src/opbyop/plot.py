@@ -140,7 +140,7 @@ def attention_heatmap(
                     f"{value:.{decimals}f}",
                     ha="center",
                     va="center",
-                    fontsize=9,
+                    fontsize=11 if size <= 6 else 9,
                     color=_text_colour(cell),
                 )
         figure.colorbar(image, ax=axes, label=value_label)

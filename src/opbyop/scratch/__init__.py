@@ -9,6 +9,8 @@ One module per episode, each importing nothing but the standard library
 - `opbyop.scratch.projections`: episode 2, the linear layer that makes
   queries, keys and values.
 - `opbyop.scratch.heads`: episode 3, multi-head attention.
+- `opbyop.scratch.masks`: episode 4, masks: which keys each query may look
+  at.
 - `opbyop.scratch.block`: episode 6, layer norm and GELU.
 
 Every function is also importable from ``opbyop.scratch`` itself.
@@ -28,15 +30,25 @@ from opbyop.scratch.heads import (
     multi_head_attention,
     split_heads,
 )
+from opbyop.scratch.masks import (
+    Mask,
+    causal_mask,
+    masked_attention,
+    masked_softmax,
+)
 from opbyop.scratch.projections import linear
 
 __all__ = [
+    "Mask",
     "Matrix",
     "Vector",
     "attention",
+    "causal_mask",
     "gelu",
     "layer_norm",
     "linear",
+    "masked_attention",
+    "masked_softmax",
     "mat_mul",
     "merge_heads",
     "multi_head_attention",

@@ -18,9 +18,9 @@ References
 # --8<-- [start:setup]
 import math
 
-Matrix = list[
-    list[float]
-]  # a table of numbers: a list of rows of equal length
+# A table of numbers: a list of rows, all of the same length.
+Matrix = list[list[float]]
+
 # --8<-- [end:setup]
 
 
@@ -174,9 +174,8 @@ def attention(
 ) -> Matrix:  # [n_q, d], [n_k, d], [n_k, d_v] -> [n_q, d_v]
     """Each query's average of the values, weighted by softmax."""
     _check_attention(q, k, v)
-    scores = mat_mul(
-        q, transpose(k)
-    )  # every query against every key: [n_q, n_k]
+    # every query against every key: [n_q, n_k]
+    scores = mat_mul(q, transpose(k))
     scores = scale(scores, len(k[0]))  # divide by sqrt(d)
     weights = softmax(scores)  # each row adds up to 1
     return mat_mul(weights, v)  # weighted average of the values: [n_q, d_v]
