@@ -244,7 +244,7 @@ def episode_4_padding_mask() -> str:
         [f"sentence {i}" for i in range(len(tokens))],
         [str(i) for i in range(n)],
         cells=padded,
-        title=f"Padding mask: {len(tokens)} sentences padded to {n} tokens",
+        title="Padding mask: one row per sentence, shared by its queries",
         kept="real token (True)",
         hidden="[PAD] (False)",
         row_axis="sentence",
@@ -259,5 +259,6 @@ def episode_4_padding_mask() -> str:
         f"A grid with one row per sentence of a batch and one column per "
         f"position 0 to {n - 1}; each cell holds a token. Real tokens are "
         f"light, [PAD] cells dark, and the padding always comes last: "
-        f"{counts}.",
+        f"{counts}. Every query of a sentence, [PAD] included, uses its "
+        "sentence's row.",
     )
