@@ -183,6 +183,11 @@ def episode_3_heads() -> str:
     weights = trace.layers[0].attention_weights  # [12 heads, n, n]
     n = len(trace.tokens)
     before = min(float(weights[2, i, i - 1]) for i in range(1, n))
+    words = range(1, n - 1)  # the rows the page's shares average over
+    head_8 = weights[8]
+    on_cls = sum(float(head_8[i, 0]) for i in words if i != 1) / len(words)
+    on_itself = sum(float(head_8[i, i]) for i in words) / len(words)
+    own_best = [f'"{trace.tokens[i]}"' for i in words if head_8[i].argmax() == i]
     drawing = attention_heads(
         weights,
         trace.tokens,
@@ -194,9 +199,11 @@ def episode_3_heads() -> str:
         f"all-MiniLM-L6-v2, for the tokens {' '.join(trace.tokens)}. Head 2 is a "
         "bright line just below the diagonal: every token after [CLS] puts at least "
         f"{math.floor(100 * before) / 100:.2f} of its weight on the token before it. "
-        "Head 8 is brightest on the diagonal, each word on itself, and in the [CLS] "
-        "column. The other heads are dim and spread out, their brightest cells mostly "
-        "in the [CLS] and [SEP] columns.",
+        "Head 8 is brighter in the [CLS] column than on the diagonal: a word gives "
+        f"[CLS] {on_cls:.2f} of its weight on average and itself {on_itself:.2f}, "
+        f"and only {', '.join(own_best)} gives itself the most. The other heads are "
+        "dim and spread out, their brightest cells mostly in the [CLS] and [SEP] "
+        "columns.",
     )
 
 
