@@ -219,23 +219,22 @@ def block_diagram(
     }
     tallest = max(sum(len(half) for half in halves) for halves in columns.values())
     # One unit of the axes is one step down, drawn to the same scale both ways.
-    width, top, bottom = _COLUMN * len(columns), 1.6, -tallest - 1.5
+    # In steps: a column each, and room on the right for the last "shortcut" label.
+    width, top, bottom = _COLUMN * len(columns) + 0.5, 1.5, -tallest - 1.5
     with mpl.rc_context(_STYLE):
-        inches = 0.6
-        figure = Figure(
-            figsize=(inches * width, inches * (top - bottom) + (0.4 if title else 0.0)),
-            facecolor="white",
-            layout="constrained",
-        )
-        axes = figure.add_subplot()
+        inches, title_height = 0.62, (0.45 if title else 0.0)  # per step; for the title
+        drawing_height = inches * (top - bottom)
+        figure = Figure(figsize=(inches * width, drawing_height + title_height), facecolor="white")
+        # The axes fill the figure below the title, at the scale of the data:
+        # one step is `inches` both ways, so nothing is stretched or left blank.
+        axes = figure.add_axes((0.0, 0.0, 1.0, drawing_height / (drawing_height + title_height)))
         axes.set_axis_off()
-        axes.set_xlim(-_COLUMN / 2, width - _COLUMN / 2)
+        axes.set_xlim(-_COLUMN / 2, width - _COLUMN / 2)  # column c centred on _COLUMN * c
         axes.set_ylim(bottom, top)
-        axes.set_aspect("equal")
         for c, (name, halves) in enumerate(columns.items()):
             _draw_block(axes, _COLUMN * c, name, halves, colour, input_label, output_label, add)
         if title:
-            figure.suptitle(title, fontsize=12)
+            figure.suptitle(title, fontsize=12, y=1 - 0.1 / (drawing_height + title_height))
     return figure
 
 
