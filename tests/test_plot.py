@@ -9,15 +9,18 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
-from matplotlib.colors import to_hex
+from matplotlib.colors import to_hex, to_rgb
 
 from opbyop.plot import (
     BOX_COLOURS,
+    HIDDEN_COLOUR,
+    KEPT_COLOUR,
     LINE_STYLES,
     Picture,
     attention_heatmap,
     block_diagram,
     line_chart,
+    mask_grid,
     picture,
     svg,
 )
@@ -111,6 +114,44 @@ def test_labels_that_do_not_fit_are_refused(
 def test_an_empty_alt_text_is_refused() -> None:
     with pytest.raises(ValueError, match="alt must describe"):
         svg(attention_heatmap([[1.0]], ["w"]), "  ")
+
+
+def test_a_mask_grid_is_light_where_true_and_names_both_in_a_legend() -> None:
+    mask = [[True, False, False], [True, True, False]]
+    figure = mask_grid(mask, ["q0", "q1"], ["k0", "k1", "k2"], kept="sees", hidden="not")
+    axes = figure.axes[0]
+    image = axes.images[0]
+    colours = image.cmap(image.norm(np.asarray(image.get_array())))  # RGBA per cell
+    light = np.all(np.isclose(colours[..., :3], to_rgb(KEPT_COLOUR)), axis=-1)
+    dark = np.all(np.isclose(colours[..., :3], to_rgb(HIDDEN_COLOUR)), axis=-1)
+    assert light.tolist() == mask
+    assert dark.tolist() == [[not m for m in row] for row in mask]
+    assert [t.get_text() for t in figure.legends[0].get_texts()] == ["sees", "not"]
+    assert [t.get_text() for t in axes.get_xticklabels()] == ["k0", "k1", "k2"]
+    assert len(axes.texts) == 0  # no cell text unless asked for
+
+
+def test_a_mask_grid_writes_each_cell_in_a_contrasting_colour() -> None:
+    figure = mask_grid([[True, False]], ["s"], ["0", "1"], cells=[["word", "[PAD]"]])
+    texts = figure.axes[0].texts
+    assert [t.get_text() for t in texts] == ["word", "[PAD]"]
+    assert [t.get_color() for t in texts] == ["black", "white"]
+
+
+@pytest.mark.parametrize(
+    ("mask", "cells", "message"),
+    [
+        ([[1.0, 0.0]], None, r"2-D True/False, got shape \(1, 2\), dtype float64"),
+        ([True, False], None, r"2-D True/False, got shape \(2,\)"),
+        ([[True], [False]], None, r"shape \(2, 1\), but there are 1 row labels"),
+        ([[True, False]], [["a"]], r"cells must have the shape of mask \(1, 2\)"),
+    ],
+)
+def test_a_mask_grid_refuses_what_does_not_fit(
+    mask: object, cells: list[list[str]] | None, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        mask_grid(mask, ["q"], ["a", "b"], cells=cells)  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------ block_diagram

@@ -25,15 +25,26 @@ from numpy.typing import ArrayLike
 
 try:
     import matplotlib as mpl
+    from matplotlib.colors import ListedColormap, to_rgba
     from matplotlib.figure import Figure
-    from matplotlib.patches import Circle, FancyBboxPatch
+    from matplotlib.patches import Circle, FancyBboxPatch, Patch
 except ImportError as error:  # pragma: no cover - depends on the installation
     raise ImportError('opbyop.plot needs matplotlib: pip install "opbyop[plot]"') from error
 
-__all__ = ["Picture", "attention_heatmap", "block_diagram", "line_chart", "picture", "svg"]
+__all__ = [
+    "Picture",
+    "attention_heatmap",
+    "block_diagram",
+    "line_chart",
+    "mask_grid",
+    "picture",
+    "svg",
+]
 
 # Readable for colour-blind readers, dark (low values) to light (high values).
 COLOURMAP = "viridis"
+# A mask's two colours: the two ends of COLOURMAP, light where a query may look.
+KEPT_COLOUR, HIDDEN_COLOUR = "#fde725", "#440154"
 # Light fills for a diagram's boxes, one per kind of step: black text reads on each.
 BOX_COLOURS = ("#c6dbef", "#fdd0a2", "#c7e9c0", "#dadaeb", "#f0f0f0")
 # Lines of a chart: the Okabe-Ito colours, told apart by colour-blind readers,
@@ -153,6 +164,110 @@ def attention_heatmap(
                 )
         figure.colorbar(image, ax=axes, label=value_label)
         figure.set_layout_engine("tight")
+    return figure
+
+
+def mask_grid(
+    mask: ArrayLike,
+    rows: Sequence[str],
+    columns: Sequence[str] | None = None,
+    *,
+    cells: Sequence[Sequence[str]] | None = None,
+    title: str = "",
+    kept: str = "may look",
+    hidden: str = "hidden",
+    row_axis: str = "query (the word looking)",
+    column_axis: str = "key (the word looked at)",
+) -> Figure:  # [n_rows, n_columns] -> a figure
+    """Draw a True/False mask as a grid: light cells where True, dark where False.
+
+    A mask has two values, so a legend names them instead of a colour bar,
+    and each cell may carry a word (a token, say) instead of a number.
+
+    Parameters
+    ----------
+    mask : array_like of bool
+        A 2-D mask, such as the one `opbyop.attention` takes: True where a
+        query may look at a key, or a token is real.
+    rows, columns : sequence of str
+        The labels down the side and across the bottom. `columns` defaults
+        to `rows`, as in self-attention.
+    cells : sequence of sequence of str, optional
+        Text to write in each cell, same shape as `mask`. Default: none.
+    title : str
+        The title above the grid.
+    kept, hidden : str
+        The legend's names for True and False.
+    row_axis, column_axis : str
+        The axis labels.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure, not attached to pyplot: pass it to `svg` or `picture`.
+
+    Raises
+    ------
+    ValueError
+        If `mask` is not 2-D and boolean, or the labels or `cells` do not
+        match its shape.
+
+    Examples
+    --------
+    >>> from opbyop.plot import mask_grid, svg
+    >>> figure = mask_grid([[True, False], [True, True]], ["a", "b"])
+    >>> svg(figure, "Word a sees itself; b sees both.").startswith("<svg")
+    True
+    """
+    values = np.asarray(mask)
+    columns = list(rows if columns is None else columns)
+    if values.ndim != 2 or values.dtype != np.bool_:
+        raise ValueError(
+            f"mask_grid: mask must be 2-D True/False, got shape {values.shape}, "
+            f"dtype {values.dtype}"
+        )
+    if values.shape != (len(rows), len(columns)):
+        raise ValueError(
+            f"mask_grid: mask has shape {values.shape}, but there are "
+            f"{len(rows)} row labels and {len(columns)} column labels"
+        )
+    if cells is not None and [len(row) for row in cells] != [len(columns)] * len(rows):
+        raise ValueError(
+            f"mask_grid: cells must have the shape of mask {values.shape}, "
+            f"got rows of lengths {[len(row) for row in cells]}"
+        )
+    colours = ListedColormap([HIDDEN_COLOUR, KEPT_COLOUR])
+    with mpl.rc_context(_STYLE):
+        longest_row = max((len(label) for label in rows), default=0)
+        width = 1.5 + 0.09 * longest_row + 0.62 * len(columns)
+        height = 1.9 + 0.5 * len(rows)
+        figure = Figure(figsize=(width, height), facecolor="white", layout="constrained")
+        axes = figure.add_subplot()
+        axes.imshow(values.astype(float), cmap=colours, vmin=0.0, vmax=1.0)
+        axes.set_xticks(range(len(columns)), columns, rotation=45, ha="right")
+        axes.set_yticks(range(len(rows)), rows)
+        axes.set_xlabel(column_axis)
+        axes.set_ylabel(row_axis)
+        if title:
+            axes.set_title(title)
+        for i, row in enumerate(values):
+            for j, value in enumerate(row):
+                if cells is not None and cells[i][j]:
+                    colour = KEPT_COLOUR if value else HIDDEN_COLOUR
+                    axes.text(
+                        j,
+                        i,
+                        cells[i][j],
+                        ha="center",
+                        va="center",
+                        fontsize=8,
+                        color=_text_colour(to_rgba(colour)),
+                    )
+        legend = [
+            Patch(facecolor=KEPT_COLOUR, edgecolor="black", label=kept),
+            Patch(facecolor=HIDDEN_COLOUR, edgecolor="black", label=hidden),
+        ]
+        figure.legend(handles=legend, loc="outside right upper", frameon=False)
     return figure
 
 

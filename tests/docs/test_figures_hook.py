@@ -52,6 +52,19 @@ def test_a_path_cannot_be_registered_twice() -> None:
         figures_hook.figure("figures/01-scores.svg")(lambda: "<svg/>")
 
 
+@pytest.mark.parametrize("name", ["04-causal-mask.svg", "04-padding-mask.svg"])
+def test_episode_4_shows_each_mask_with_the_figures_own_description(name: str) -> None:
+    title = ET.fromstring(figures_hook.FIGURES[f"figures/{name}"]())[0].text or ""
+    page = (ROOT / "docs" / "episodes" / "04-no-peeking.md").read_text(encoding="utf-8")
+    assert f"![{title}](../figures/{name})" in page
+
+
+def test_the_padding_figure_pads_each_sentence_to_the_longest() -> None:
+    title = ET.fromstring(figures_hook.FIGURES["figures/04-padding-mask.svg"]())[0].text or ""
+    assert "'the dog barked', has 5 tokens and 3 [PAD]" in title
+    assert "'hello', has 3 tokens and 5 [PAD]" in title
+
+
 @pytest.mark.parametrize("name", ["06-block.svg", "06-gelu.svg"])
 def test_episode_6_shows_each_figure_with_the_figures_own_description(name: str) -> None:
     title = ET.fromstring(figures_hook.FIGURES[f"figures/{name}"]())[0].text or ""
