@@ -21,6 +21,7 @@ tests/docs/test_figures.py runs every function and checks what it returns.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -165,6 +166,38 @@ def episode_2_river() -> str:
 @figure("figures/02-head-2-old-man.svg")
 def episode_2_old_man() -> str:
     return episode_2_head("old-man")
+
+
+# ---------------------------------------------------------------- episode 3
+
+# The sentence the episode follows through layer 0 of all-MiniLM-L6-v2.
+EPISODE_3_SENTENCE = "the old man ate a green apple"
+
+
+@figure("figures/03-heads.svg")
+def episode_3_heads() -> str:
+    from opbyop import minilm
+    from opbyop.plot import attention_heads, svg
+
+    trace = minilm.load().trace(EPISODE_3_SENTENCE)
+    weights = trace.layers[0].attention_weights  # [12 heads, n, n]
+    n = len(trace.tokens)
+    before = min(float(weights[2, i, i - 1]) for i in range(1, n))
+    drawing = attention_heads(
+        weights,
+        trace.tokens,
+        title="Layer 0 of all-MiniLM-L6-v2: its 12 heads on one sentence",
+    )
+    return svg(
+        drawing,
+        "Twelve small grids of attention weights, one for each head of layer 0 of "
+        f"all-MiniLM-L6-v2, for the tokens {' '.join(trace.tokens)}. Head 2 is a "
+        "bright line just below the diagonal: every token after [CLS] puts at least "
+        f"{math.floor(100 * before) / 100:.2f} of its weight on the token before it. "
+        "Head 8 is brightest on the diagonal, each word on itself, and in the [CLS] "
+        "column. The other heads are dim and spread out, their brightest cells mostly "
+        "in the [CLS] and [SEP] columns.",
+    )
 
 
 # ---------------------------------------------------------------- episode 4

@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from opbyop.plot import (
     KEPT_COLOUR,
     LINE_STYLES,
     Picture,
+    attention_heads,
     attention_heatmap,
     block_diagram,
     line_chart,
@@ -152,6 +154,64 @@ def test_a_mask_grid_refuses_what_does_not_fit(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         mask_grid(mask, ["q"], ["a", "b"], cells=cells)  # type: ignore[arg-type]
+
+
+HEADS = np.stack([np.eye(3), np.full((3, 3), 1 / 3), np.eye(3)[::-1], np.eye(3)])  # 4 heads
+
+
+def test_heads_get_one_grid_each_with_its_title_and_one_scale() -> None:
+    figure = attention_heads(HEADS, ["a", "b", "c"], columns=3)
+    grids = [axes for axes in figure.axes if axes.images]
+    assert [axes.get_title() for axes in grids] == ["head 0", "head 1", "head 2", "head 3"]
+    for axes, weights in zip(grids, HEADS, strict=True):
+        image = axes.images[0]
+        assert image.get_clim() == (0.0, 1.0)  # one colour scale for every head
+        np.testing.assert_array_equal(image.get_array(), weights)
+    # 4 heads in rows of 3: a second row with one grid and two empty slots
+    assert len(figure.axes) == 6 + 1  # six slots and the colour bar
+    assert sum(not axes.axison for axes in figure.axes) == 2
+
+
+def test_tokens_label_the_outer_grids_only() -> None:
+    figure = attention_heads(HEADS, ["a", "b", "c"], columns=2)
+    grids = [axes for axes in figure.axes if axes.images]
+
+    def labels(ticks: list[Any]) -> list[str]:
+        return [t.get_text() for t in ticks]
+
+    assert labels(grids[0].get_yticklabels()) == ["a", "b", "c"]  # left column
+    assert labels(grids[1].get_yticklabels()) == ["", "", ""]
+    assert labels(grids[0].get_xticklabels()) == ["", "", ""]  # top row
+    assert labels(grids[2].get_xticklabels()) == ["a", "b", "c"]  # bottom row
+    assert figure.get_supylabel() == "query (the token looking)"
+    assert figure.get_supxlabel() == "key (the token looked at)"
+
+
+def test_heads_titles_can_be_given() -> None:
+    figure = attention_heads(HEADS[:2], ["a", "b", "c"], titles=["right", "wrong"])
+    assert [axes.get_title() for axes in figure.axes if axes.images] == ["right", "wrong"]
+
+
+def test_heads_draw_as_an_svg_with_alt_text() -> None:
+    text = svg(attention_heads(HEADS, ["a", "b", "c"]), "Four heads.")
+    assert ET.fromstring(text)[0].text == "Four heads."
+
+
+@pytest.mark.parametrize(
+    ("weights", "tokens", "kwargs", "message"),
+    [
+        (np.eye(3), ["a", "b", "c"], {}, r"shape \(n_heads, n, n\), got \(3, 3\)"),
+        (np.ones((2, 3, 4)), ["a", "b", "c"], {}, r"got \(2, 3, 4\)"),
+        (HEADS, ["a", "b"], {}, r"there are 2 tokens and 4 titles"),
+        (HEADS, ["a", "b", "c"], {"titles": ["x"]}, r"3 tokens and 1 titles"),
+        (HEADS, ["a", "b", "c"], {"columns": 0}, r"columns must be a positive integer, got 0"),
+    ],
+)
+def test_heads_that_do_not_fit_are_refused(
+    weights: Any, tokens: list[str], kwargs: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        attention_heads(weights, tokens, **kwargs)
 
 
 # ------------------------------------------------------------ block_diagram

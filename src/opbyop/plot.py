@@ -33,6 +33,7 @@ except ImportError as error:  # pragma: no cover - depends on the installation
 
 __all__ = [
     "Picture",
+    "attention_heads",
     "attention_heatmap",
     "block_diagram",
     "line_chart",
@@ -165,6 +166,110 @@ def attention_heatmap(
         figure.colorbar(image, ax=axes, label=value_label)
         figure.set_layout_engine("tight")
     return figure
+
+
+def attention_heads(
+    weights: ArrayLike,
+    tokens: Sequence[str],
+    *,
+    titles: Sequence[str] | None = None,
+    columns: int = 4,
+    title: str = "",
+    value_range: tuple[float, float] = (0.0, 1.0),
+    value_label: str = "attention weight",
+    row_axis: str = "query (the token looking)",
+    column_axis: str = "key (the token looked at)",
+) -> Figure:  # [n_heads, n, n] -> a figure
+    """Draw several heads' weights as small grids side by side, one per head.
+
+    The grids are too small to write each value in: the colour is the value,
+    on one scale shared by every grid, so heads compare at a glance. Tokens
+    label the rows of the left-hand grids and the columns of the bottom ones.
+
+    Parameters
+    ----------
+    weights : array_like, shape (n_heads, n, n)
+        One matrix per head: a row per query token, a column per key token.
+    tokens : sequence of str
+        The ``n`` tokens, labelling both the rows and the columns.
+    titles : sequence of str, optional
+        One title per grid; ``"head 0"``, ``"head 1"``... by default.
+    columns : int
+        How many grids side by side in each row of the picture.
+    title : str
+        The title above all the grids.
+    value_range : (float, float)
+        The values the colours span; ``(0, 1)``, every value a weight can take.
+    value_label : str
+        What the colour bar measures.
+    row_axis, column_axis : str
+        The labels of the rows and the columns, once for all the grids.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure, not attached to pyplot: pass it to `svg` or `picture`.
+
+    Raises
+    ------
+    ValueError
+        If `weights` is not 3-D with square matrices, or the labels do not
+        match its shape.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop.plot import attention_heads
+    >>> weights = np.stack([np.eye(3), np.full((3, 3), 1 / 3)])  # 2 heads
+    >>> figure = attention_heads(weights, ["a", "b", "c"], columns=2)
+    >>> [axes.get_title() for axes in figure.axes[:2]]
+    ['head 0', 'head 1']
+    """
+    values = np.asarray(weights, dtype=np.float64)
+    if values.ndim != 3 or values.shape[1] != values.shape[2]:
+        raise ValueError(
+            f"attention_heads: weights must have shape (n_heads, n, n), got {values.shape}"
+        )
+    n_heads, n, _ = values.shape
+    names = [f"head {h}" for h in range(n_heads)] if titles is None else list(titles)
+    if len(tokens) != n or len(names) != n_heads:
+        raise ValueError(
+            f"attention_heads: weights has shape {values.shape}, but there are "
+            f"{len(tokens)} tokens and {len(names)} titles"
+        )
+    if isinstance(columns, bool) or not isinstance(columns, int) or columns < 1:
+        raise ValueError(f"attention_heads: columns must be a positive integer, got {columns!r}")
+    columns = min(columns, n_heads)
+    rows = -(-n_heads // columns)  # rounded up
+    low, high = value_range
+    with mpl.rc_context(_STYLE):
+        side = 1.2 + 0.16 * n  # each grid, with room for its labels
+        figure = Figure(
+            figsize=(columns * side + 1.0, rows * side + 0.4),
+            facecolor="white",
+            layout="constrained",  # room for the labels and one shared colour bar
+        )
+        grid = figure.subplots(rows, columns, squeeze=False)
+        for h, axes in enumerate(grid.flat):
+            if h >= n_heads:
+                axes.set_axis_off()  # an empty slot in the last row
+                continue
+            image = axes.imshow(values[h], cmap=COLOURMAP, vmin=low, vmax=high)
+            axes.set_title(names[h], fontsize=10)
+            row, column = divmod(h, columns)
+            last_row = row == rows - 1 or h + columns >= n_heads
+            axes.set_yticks(range(n), tokens if column == 0 else [""] * n, fontsize=7)
+            axes.set_xticks(range(n), tokens if last_row else [""] * n, rotation=90, fontsize=7)
+            axes.tick_params(length=0)
+        if title:
+            figure.suptitle(title)
+        figure.supylabel(row_axis)
+        figure.supxlabel(column_axis)
+        figure.colorbar(image, ax=grid.ravel().tolist(), label=value_label, shrink=0.6)
+    return figure
+
+
+_SVG_START = re.compile(r"<svg\b[^>]*>")
 
 
 def mask_grid(
