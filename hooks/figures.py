@@ -269,3 +269,71 @@ def episode_4_padding_mask() -> str:
         f"{counts}. Every query of a sentence, [PAD] included, uses its "
         "sentence's row.",
     )
+
+
+# ---------------------------------------------------------------- episode 6
+
+# The two orders of a transformer block, each as its halves, input to output.
+EPISODE_6_BLOCKS = {
+    "Norm after the add\n(BERT, all-MiniLM-L6-v2)": [
+        ["attention", "+", "layer norm"],
+        ["feed-forward", "+", "layer norm"],
+    ],
+    "Norm before\n(GPT-2, most newer models)": [
+        ["layer norm", "attention", "+"],
+        ["layer norm", "feed-forward", "+"],
+    ],
+}
+
+
+def _describe_half(half: list[str], source: str) -> str:
+    """One half of a block in words: its steps, the addition with its shortcut."""
+    steps = [f"a plus sign, where a shortcut adds {source}" if s == "+" else s for s in half]
+    return ", then ".join(steps)
+
+
+@figure("figures/06-block.svg")
+def episode_6_block() -> str:
+    from opbyop.plot import block_diagram, svg
+
+    drawing = block_diagram(
+        EPISODE_6_BLOCKS,
+        title="One transformer block, two orders",
+        input_label="x: one vector per token",
+        output_label="output: one vector per token",
+    )
+    (post_title, post), (pre_title, pre) = EPISODE_6_BLOCKS.items()
+    post_name, pre_name = (t[0].lower() + t[1:].replace("\n", " ") for t in (post_title, pre_title))
+    return svg(
+        drawing,
+        "Two flow charts side by side, read from top to bottom. "
+        f"Left, {post_name}: {_describe_half(post[0], 'x')}; "
+        f"then {_describe_half(post[1], 'the output of that layer norm')}; then the output. "
+        f"Right, {pre_name}: {_describe_half(pre[0], 'x')}; "
+        f"then {_describe_half(pre[1], 'the first sum')}; then the output.",
+    )
+
+
+@figure("figures/06-gelu.svg")
+def episode_6_gelu() -> str:
+    import numpy as np
+
+    from opbyop import gelu
+    from opbyop.plot import line_chart, svg
+
+    x = np.linspace(-4.0, 4.0, 801)  # steps of 0.01
+    curves = {"GELU": gelu(x), "ReLU": np.maximum(x, 0.0)}
+    drawing = line_chart(x, curves, title="GELU beside ReLU", x_label="input x", y_label="output")
+    lowest = int(curves["GELU"].argmin())
+    far = np.abs(curves["GELU"] - curves["ReLU"]) >= 0.01
+    joins = x[np.flatnonzero(far).max() + 1]  # within 0.01 of ReLU from here on
+    one = float(gelu(np.array([1.0]))[0])
+    return svg(
+        drawing,
+        "Two curves for x from -4 to 4. ReLU, dashed, is 0 for every negative x "
+        "and equals x for positive x, with a sharp corner at 0. GELU, solid, "
+        "bends smoothly: it is near 0 far to the left, dips to "
+        f"{curves['GELU'][lowest]:.2f} at x = {x[lowest]:.2f}, passes through 0 at 0, "
+        f"runs below ReLU for positive x ({one:.2f} at x = 1), and is within 0.01 of "
+        f"it from x = {joins:.1f} on.",
+    )

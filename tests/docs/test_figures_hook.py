@@ -91,3 +91,19 @@ def test_the_heads_figure_draws_the_real_models_layer_0() -> None:
     assert figures_hook.EPISODE_3_SENTENCE in page
     assert tokens in page
     assert claim in page
+
+
+@pytest.mark.parametrize("name", ["06-block.svg", "06-gelu.svg"])
+def test_episode_6_shows_each_figure_with_the_figures_own_description(name: str) -> None:
+    title = ET.fromstring(figures_hook.FIGURES[f"figures/{name}"]())[0].text or ""
+    page = (ROOT / "docs" / "episodes" / "06-the-transformer-block.md").read_text(encoding="utf-8")
+    assert f"![{title}](../figures/{name})" in page
+
+
+def test_the_block_figure_draws_both_orders_as_the_page_names_them() -> None:
+    post, pre = figures_hook.EPISODE_6_BLOCKS.values()
+    assert post == [["attention", "+", "layer norm"], ["feed-forward", "+", "layer norm"]]
+    assert pre == [["layer norm", "attention", "+"], ["layer norm", "feed-forward", "+"]]
+    title = ET.fromstring(figures_hook.FIGURES["figures/06-block.svg"]())[0].text or ""
+    assert "Left, norm after the add (BERT, all-MiniLM-L6-v2)" in title
+    assert "Right, norm before (GPT-2, most newer models)" in title
