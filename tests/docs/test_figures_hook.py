@@ -50,3 +50,12 @@ def test_the_weights_figure_matches_the_page() -> None:
 def test_a_path_cannot_be_registered_twice() -> None:
     with pytest.raises(ValueError, match="two figures"):
         figures_hook.figure("figures/01-scores.svg")(lambda: "<svg/>")
+
+
+def test_the_positions_figure_matches_the_page() -> None:
+    title = ET.fromstring(figures_hook.FIGURES["figures/05-positions.svg"]())[0].text or ""
+    assert "neighbouring positions average 0.87" in title
+    assert "only 0.11 to 0.31" in title
+    page = (ROOT / "docs" / "episodes" / "05-words-to-tokens.md").read_text(encoding="utf-8")
+    assert "is 0.87 on average" in page
+    assert "(cosine 0.11 to 0.31)" in page
