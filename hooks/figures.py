@@ -106,6 +106,67 @@ def episode_1_weights() -> str:
     )
 
 
+# ---------------------------------------------------------------- episode 2
+
+# Layer 0, head 2 of all-MiniLM-L6-v2: the previous-token head the episode
+# follows, on the sentences it shows.
+EPISODE_2_HEAD = 2
+EPISODE_2_SENTENCES = {
+    "money": "the bank closed its doors and kept my money",
+    "blood": "the blood bank needs more donors",
+    "river": "we fished from the river bank",
+    "old-man": "the old man ate a green apple",
+}
+
+
+def episode_2_head(name: str) -> str:
+    """Head 2's weights on one sentence, as the library's model computes them."""
+    from opbyop import minilm
+    from opbyop.plot import attention_heatmap, svg
+
+    sentence = EPISODE_2_SENTENCES[name]
+    trace = minilm.load().trace(sentence)
+    weights = trace.layers[0].attention_weights[EPISODE_2_HEAD]
+    tokens = trace.tokens
+    drawing = attention_heatmap(
+        weights,
+        tokens,
+        title=f"Layer 0, head {EPISODE_2_HEAD}: {sentence}",
+        row_axis="query (the token looking)",
+        column_axis="key (the token looked at)",
+    )
+    looks = ", ".join(
+        f"{tokens[i]} looks at {tokens[int(row.argmax())]} ({row.max():.2f})"
+        for i, row in enumerate(weights)
+    )
+    return svg(
+        drawing,
+        f"Attention weights of layer 0, head {EPISODE_2_HEAD} of all-MiniLM-L6-v2 "
+        f"on {sentence!r}, {len(tokens)} tokens; rows are queries, columns are keys. "
+        f"Each row's largest weight: {looks}.",
+    )
+
+
+@figure("figures/02-head-2-money.svg")
+def episode_2_money() -> str:
+    return episode_2_head("money")
+
+
+@figure("figures/02-head-2-blood.svg")
+def episode_2_blood() -> str:
+    return episode_2_head("blood")
+
+
+@figure("figures/02-head-2-river.svg")
+def episode_2_river() -> str:
+    return episode_2_head("river")
+
+
+@figure("figures/02-head-2-old-man.svg")
+def episode_2_old_man() -> str:
+    return episode_2_head("old-man")
+
+
 # ---------------------------------------------------------------- episode 5
 
 
