@@ -337,3 +337,34 @@ def episode_6_gelu() -> str:
         f"runs below ReLU for positive x ({one:.2f} at x = 1), and is within 0.01 of "
         f"it from x = {joins:.1f} on.",
     )
+
+
+# ---------------------------------------------------------------- episode 5
+
+
+@figure("figures/05-positions.svg")
+def episode_5_positions() -> str:
+    import numpy as np
+
+    from opbyop import minilm
+    from opbyop.plot import similarity_heatmap, svg
+
+    positions = minilm.load().embeddings.position[:128].astype(np.float64)
+    unit = positions / np.linalg.norm(positions, axis=-1, keepdims=True)
+    similarity = unit @ unit.T  # every pair's cosine
+    neighbours = np.diagonal(similarity[1:, 1:], offset=1).mean()
+    zero = similarity[0, 1:]
+    drawing = similarity_heatmap(
+        similarity,
+        title="Position vectors 0 to 127: cosine similarity",
+        value_range=None,  # from the lowest cosine to 1, for contrast
+    )
+    return svg(
+        drawing,
+        "A 128 by 128 grid: the cosine similarity of the position vectors 0 to "
+        f"127 of all-MiniLM-L6-v2, from {similarity.min():.2f} to 1. A bright "
+        "diagonal (each position with itself), and stripes parallel to it that "
+        f"fade with distance; neighbouring positions average {neighbours:.2f}. "
+        f"Position 0, the first row and column, has no stripes: its cosine "
+        f"with the others is only {zero.min():.2f} to {zero.max():.2f}.",
+    )

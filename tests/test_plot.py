@@ -24,6 +24,7 @@ from opbyop.plot import (
     line_chart,
     mask_grid,
     picture,
+    similarity_heatmap,
     svg,
 )
 
@@ -302,3 +303,43 @@ def test_a_line_chart_refuses_curves_that_do_not_fit(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         line_chart(x, lines)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------- similarity_heatmap
+
+
+def test_a_similarity_heatmap_writes_no_values_and_ticks_every_step() -> None:
+    figure = similarity_heatmap(np.eye(33), title="T", tick_step=8)
+    axes = figure.axes[0]
+    assert len(axes.texts) == 0  # too many cells to write each value in
+    ticks = ["0", "8", "16", "24", "32"]
+    assert [t.get_text() for t in axes.get_xticklabels()] == ticks
+    assert [t.get_text() for t in axes.get_yticklabels()] == ticks
+    assert axes.get_xlabel() == axes.get_ylabel() == "position"
+    assert axes.get_title() == "T"
+    assert axes.images[0].get_clim() == (-1.0, 1.0)  # every cosine similarity
+
+
+def test_a_similarity_heatmap_can_span_its_own_values() -> None:
+    figure = similarity_heatmap([[1.0, -0.25], [-0.25, 1.0]], value_range=None)
+    assert figure.axes[0].images[0].get_clim() == (-0.25, 1.0)
+    text = svg(figure, "Two items.")
+    assert text == svg(
+        similarity_heatmap([[1.0, -0.25], [-0.25, 1.0]], value_range=None), "Two items."
+    )
+
+
+@pytest.mark.parametrize(
+    ("values", "tick_step", "message"),
+    [
+        ([[1.0, 2.0]], 16, r"square 2-D matrix, got shape \(1, 2\)"),
+        ([1.0, 2.0], 16, r"square 2-D matrix, got shape \(2,\)"),
+        (np.eye(2), 0, "tick_step must be a positive integer, got 0"),
+        (np.eye(2), 2.0, "tick_step must be a positive integer, got 2.0"),
+    ],
+)
+def test_a_similarity_heatmap_refuses_what_it_cannot_draw(
+    values: object, tick_step: object, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        similarity_heatmap(values, tick_step=tick_step)  # type: ignore[arg-type]

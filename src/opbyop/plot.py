@@ -39,6 +39,7 @@ __all__ = [
     "line_chart",
     "mask_grid",
     "picture",
+    "similarity_heatmap",
     "svg",
 ]
 
@@ -266,6 +267,87 @@ def attention_heads(
         figure.supylabel(row_axis)
         figure.supxlabel(column_axis)
         figure.colorbar(image, ax=grid.ravel().tolist(), label=value_label, shrink=0.6)
+    return figure
+
+
+def similarity_heatmap(
+    values: ArrayLike,
+    *,
+    title: str = "",
+    value_range: tuple[float, float] | None = (-1.0, 1.0),
+    value_label: str = "cosine similarity",
+    axis_label: str = "position",
+    tick_step: int = 16,
+) -> Figure:  # [n, n] -> a figure
+    """Draw a large square matrix as coloured cells, with no value written in.
+
+    For a matrix too large to write every value in, such as the cosine
+    similarity of 128 position vectors with each other: row ``i`` and column
+    ``i`` are the same item, numbered from 0, with a tick every `tick_step`.
+
+    Parameters
+    ----------
+    values : array_like
+        A 2-D square matrix.
+    title : str
+        The title above the grid.
+    value_range : (float, float) or None
+        The values the colours span: ``(-1, 1)``, the default, is every value
+        a cosine similarity can take; ``None`` spans the matrix's own smallest
+        to largest.
+    value_label : str
+        What the colour bar measures.
+    axis_label : str
+        What the rows and the columns count.
+    tick_step : int
+        A numbered tick every `tick_step` rows and columns, from 0.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure, not attached to pyplot: pass it to `svg` or `picture`.
+
+    Raises
+    ------
+    ValueError
+        If `values` is not a square 2-D matrix, or `tick_step` is not a
+        positive integer.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop.plot import similarity_heatmap, svg
+    >>> figure = similarity_heatmap(np.eye(40), tick_step=10)
+    >>> [t.get_text() for t in figure.axes[0].get_xticklabels()]
+    ['0', '10', '20', '30']
+    >>> svg(figure, "The identity: 1 on the diagonal.").startswith("<svg")
+    True
+    """
+    matrix = np.asarray(values, dtype=np.float64)
+    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
+        raise ValueError(
+            f"similarity_heatmap: values must be a square 2-D matrix, got shape {matrix.shape}"
+        )
+    if isinstance(tick_step, bool) or not isinstance(tick_step, int) or tick_step < 1:
+        raise ValueError(
+            f"similarity_heatmap: tick_step must be a positive integer, got {tick_step!r}"
+        )
+    low, high = (
+        value_range if value_range is not None else (float(matrix.min()), float(matrix.max()))
+    )
+    ticks = range(0, len(matrix), tick_step)
+    with mpl.rc_context(_STYLE):
+        figure = Figure(figsize=(7.3, 6.0), facecolor="white")
+        axes = figure.add_subplot()
+        image = axes.imshow(matrix, cmap=COLOURMAP, vmin=low, vmax=high, interpolation="nearest")
+        axes.set_xticks(ticks, [str(t) for t in ticks])
+        axes.set_yticks(ticks, [str(t) for t in ticks])
+        axes.set_xlabel(axis_label)
+        axes.set_ylabel(axis_label)
+        if title:
+            axes.set_title(title)
+        figure.colorbar(image, ax=axes, label=value_label)
+        figure.set_layout_engine("tight")
     return figure
 
 

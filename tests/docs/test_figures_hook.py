@@ -107,3 +107,12 @@ def test_the_block_figure_draws_both_orders_as_the_page_names_them() -> None:
     title = ET.fromstring(figures_hook.FIGURES["figures/06-block.svg"]())[0].text or ""
     assert "Left, norm after the add (BERT, all-MiniLM-L6-v2)" in title
     assert "Right, norm before (GPT-2, most newer models)" in title
+
+
+def test_the_positions_figure_matches_the_page() -> None:
+    title = ET.fromstring(figures_hook.FIGURES["figures/05-positions.svg"]())[0].text or ""
+    assert "neighbouring positions average 0.87" in title
+    assert "only 0.11 to 0.31" in title
+    page = (ROOT / "docs" / "episodes" / "05-words-to-tokens.md").read_text(encoding="utf-8")
+    assert "is 0.87 on average" in page
+    assert "(cosine 0.11 to 0.31)" in page
