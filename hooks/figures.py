@@ -363,8 +363,9 @@ def episode_5_positions() -> str:
         drawing,
         "A 128 by 128 grid: the cosine similarity of the position vectors 0 to "
         f"127 of all-MiniLM-L6-v2, from {similarity.min():.2f} to 1. A bright "
-        "diagonal (each position with itself), and stripes parallel to it that "
-        f"fade with distance; neighbouring positions average {neighbours:.2f}. "
-        f"Position 0, the first row and column, has no stripes: its cosine "
+        "diagonal (each position with itself), and light and dark stripes "
+        "parallel to it, all the way to the corners; neighbouring positions "
+        f"average {neighbours:.2f}. Position 0, the first row and column, one "
+        "cell wide, has no stripes: its cosine "
         f"with the others is only {zero.min():.2f} to {zero.max():.2f}.",
     )
