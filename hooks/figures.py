@@ -310,7 +310,9 @@ def episode_6_block() -> str:
         f"Left, {post_name}: {_describe_half(post[0], 'x')}; "
         f"then {_describe_half(post[1], 'the output of that layer norm')}; then the output. "
         f"Right, {pre_name}: {_describe_half(pre[0], 'x')}; "
-        f"then {_describe_half(pre[1], 'the first sum')}; then the output.",
+        f"then {_describe_half(pre[1], 'the first sum')}; then the output. "
+        "Each feed-forward box widens a token's 384 numbers to 1536, applies GELU, "
+        "and narrows them back to 384; each layer norm has its own learned weight and bias.",
     )
 
 
