@@ -120,7 +120,8 @@ def layer_norm(
     >>> from opbyop import layer_norm
     >>> layer_norm([[1.0, 2.0, 3.0]], eps=0.0).round(4)
     array([[-1.2247,  0.    ,  1.2247]])
-    >>> layer_norm([[1.0, 2.0, 3.0]], [2.0, 2.0, 2.0], [0.0, 0.0, 1.0], eps=0.0).round(4)
+    >>> weight, bias = [2.0, 2.0, 2.0], [0.0, 0.0, 1.0]
+    >>> layer_norm([[1.0, 2.0, 3.0]], weight, bias, eps=0.0).round(4)
     array([[-2.4495,  0.    ,  3.4495]])
     """
     rows = _real_array(x, "x")

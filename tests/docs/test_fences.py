@@ -106,13 +106,7 @@ def test_every_output_follows_a_block(page: Path) -> None:
 # Pages whose blocks the classic Python prompt still rejects when pasted, each
 # with what to restructure. Their owners fix them; the test after next fails
 # once a page pastes, so its entry must then go.
-NOT_YET_PASTEABLE: dict[str, str] = {
-    "performance.md": (
-        "two blocks go on after an indented block with no blank line before "
-        "the next statement: the `with threadpool_limits` block (line 228) and "
-        "the `for dtype` loop (line 414)"
-    ),
-}
+NOT_YET_PASTEABLE: dict[str, str] = {}
 
 
 @pytest.mark.parametrize(
