@@ -167,9 +167,9 @@ def _vector(p: ArrayLike | None, name: str, x: NDArray[Any]) -> NDArray[Any] | N
 def gelu(x: ArrayLike) -> FloatArray:  # [...] -> [...]
     """The Gaussian error linear unit, exact form: ``x * Phi(x)``.
 
-    ``Phi(x) = (1 + erf(x / sqrt(2))) / 2`` is the chance that a standard normal
-    number is below `x`: GELU lets large positive inputs through, turns large
-    negative ones into 0, and bends smoothly in between. This is the form
+    ``Phi(x) = (1 + erf(x / sqrt(2))) / 2`` is the chance that a standard
+    normal number is below `x`: GELU lets large positive inputs through, turns
+    large negative ones into 0, and bends smoothly in between. This is the form
     BERT and all-MiniLM-L6-v2 use (``hidden_act`` "gelu", PyTorch's default
     ``approximate="none"``), not the tanh approximation.
 
