@@ -11,14 +11,13 @@ from site_build import ROOT
 EPISODES = [
     "Attention is four operations",
     "Where Q, K and V come from",
-]
-COMING_NEXT = [
     "Many heads at once",
     "No peeking (masks)",
     "Words to tokens, and where they stand",
     "The transformer block",
     "The whole model, by hand",
 ]
+COMING_NEXT: list[str] = []  # the series is complete for now
 
 
 class ListNumbers(HTMLParser):
