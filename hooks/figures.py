@@ -21,6 +21,7 @@ tests/docs/test_figures.py runs every function and checks what it returns.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -165,6 +166,101 @@ def episode_2_river() -> str:
 @figure("figures/02-head-2-old-man.svg")
 def episode_2_old_man() -> str:
     return episode_2_head("old-man")
+
+
+# ---------------------------------------------------------------- episode 3
+
+# The sentence the episode follows through layer 0 of all-MiniLM-L6-v2.
+EPISODE_3_SENTENCE = "the old man ate a green apple"
+
+
+@figure("figures/03-heads.svg")
+def episode_3_heads() -> str:
+    from opbyop import minilm
+    from opbyop.plot import attention_heads, svg
+
+    trace = minilm.load().trace(EPISODE_3_SENTENCE)
+    weights = trace.layers[0].attention_weights  # [12 heads, n, n]
+    n = len(trace.tokens)
+    before = min(float(weights[2, i, i - 1]) for i in range(1, n))
+    drawing = attention_heads(
+        weights,
+        trace.tokens,
+        title="Layer 0 of all-MiniLM-L6-v2: its 12 heads on one sentence",
+    )
+    return svg(
+        drawing,
+        "Twelve small grids of attention weights, one for each head of layer 0 of "
+        f"all-MiniLM-L6-v2, for the tokens {' '.join(trace.tokens)}. Head 2 is a "
+        "bright line just below the diagonal: every token after [CLS] puts at least "
+        f"{math.floor(100 * before) / 100:.2f} of its weight on the token before it. "
+        "Head 8 is brightest on the diagonal, each word on itself, and in the [CLS] "
+        "column. The other heads are dim and spread out, their brightest cells mostly "
+        "in the [CLS] and [SEP] columns.",
+    )
+
+
+# ---------------------------------------------------------------- episode 4
+
+# The sentence of episode 4's causal mask, and its batch for the padding mask.
+# Every word of these is one token of all-MiniLM-L6-v2 (the page asserts it),
+# so [CLS], the words and [SEP] are the tokens the model reads.
+EPISODE_4_SENTENCE = "we fished from the river bank"
+EPISODE_4_BATCH = ["the dog barked", "we fished from the river bank", "hello"]
+
+
+@figure("figures/04-causal-mask.svg")
+def episode_4_causal_mask() -> str:
+    from opbyop.plot import mask_grid, svg
+    from opbyop.scratch import causal_mask
+
+    words = EPISODE_4_SENTENCE.split()
+    drawing = mask_grid(
+        causal_mask(len(words)),
+        words,
+        title="Causal mask: word i sees words 0 to i",
+        kept="may look (True)",
+        hidden="hidden (False)",
+    )
+    return svg(
+        drawing,
+        f"A {len(words)} by {len(words)} grid for the sentence "
+        f"'{EPISODE_4_SENTENCE}'; rows are the words looking, columns the "
+        "words looked at. The diagonal and everything below it is light: "
+        "each word may look at itself and the words before it. Everything "
+        "above the diagonal is dark: no word sees a later word.",
+    )
+
+
+@figure("figures/04-padding-mask.svg")
+def episode_4_padding_mask() -> str:
+    from opbyop.plot import mask_grid, svg
+
+    tokens = [["[CLS]", *s.split(), "[SEP]"] for s in EPISODE_4_BATCH]
+    n = max(len(t) for t in tokens)  # the batch's length: the longest
+    padded = [t + ["[PAD]"] * (n - len(t)) for t in tokens]
+    drawing = mask_grid(
+        [[token != "[PAD]" for token in row] for row in padded],
+        [f"sentence {i}" for i in range(len(tokens))],
+        [str(i) for i in range(n)],
+        cells=padded,
+        title=f"Padding mask: {len(tokens)} sentences padded to {n} tokens",
+        kept="real token (True)",
+        hidden="[PAD] (False)",
+        row_axis="sentence",
+        column_axis="position (key)",
+    )
+    counts = "; ".join(
+        f"sentence {i}, '{s}', has {len(t)} tokens and {n - len(t)} [PAD]"
+        for i, (s, t) in enumerate(zip(EPISODE_4_BATCH, tokens, strict=True))
+    )
+    return svg(
+        drawing,
+        f"A grid with one row per sentence of a batch and one column per "
+        f"position 0 to {n - 1}; each cell holds a token. Real tokens are "
+        f"light, [PAD] cells dark, and the padding always comes last: "
+        f"{counts}.",
+    )
 
 
 # ---------------------------------------------------------------- episode 7

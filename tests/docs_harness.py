@@ -8,6 +8,7 @@ for code blocks, so the tests execute exactly what the page shows.
 
 from __future__ import annotations
 
+import codeop
 import contextlib
 import difflib
 import importlib.util
@@ -254,6 +255,51 @@ def uncollected_fences(path: str | Path) -> list[str]:
 
 def _line_of(text: str, position: int) -> int:
     return text.count("\n", 0, position) + 1
+
+
+# ---------------------------------------------------------------- pasting
+#
+# The pages tell readers to paste the blocks into Python in order. Python's
+# classic prompt (3.12 and older, fed a paste line by line) compiles one
+# statement at a time, and a compound statement (for, try, def...) ends only
+# at a blank line. So a dedented line straight after an indented block is a
+# SyntaxError there, and a blank line inside a function body ends the
+# function early. `codeop` is the prompt's own compiler: a block fed to it
+# line by line fails exactly where the prompt would. (A terminal that sends
+# the paste in one piece, "bracketed paste", makes the old prompt refuse any
+# block of two statements or more; the pages suggest a file, Jupyter or
+# Python 3.13's prompt for that reason. Nothing here can fix that case.)
+
+
+def paste_error(source: str) -> str | None:
+    """Where the classic Python prompt rejects ``source`` pasted line by line."""
+    compiler = codeop.CommandCompiler()
+    statement: list[str] = []
+    for number, line in enumerate(source.split("\n"), start=1):
+        statement.append(line)
+        try:
+            complete = compiler("\n".join(statement), "<stdin>", "single")
+        except SyntaxError as error:
+            return f"block line {number}, {line.strip()!r}: {error.msg}"
+        if complete is not None:  # the prompt runs it and starts afresh
+            statement = []
+    return None
+
+
+def unpasteable_blocks(path: str | Path) -> list[str]:
+    """The ```python blocks of ``path`` that the classic prompt rejects when pasted."""
+    document = SnippetDocument.parse(str(path), *MARKDOWN_PARSERS)
+    assert isinstance(document, SnippetDocument)
+    found = []
+    for _, region in document.regions:
+        source = region.parsed
+        if not isinstance(source, str) or source.startswith(">>>"):
+            continue  # a skip directive, or a doctest, which shows its own prompt
+        error = paste_error(source)
+        if error:
+            line = document.source_lines[_line_of(document.text, region.start) - 1]
+            found.append(f"{Path(path).name}:{line}: {error}")
+    return found
 
 
 SKIP_WITHOUT_REASON = re.compile(r"<!--\s*skip:\s*(?:next|start)\s*-->")

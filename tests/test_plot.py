@@ -6,11 +6,22 @@ import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from typing import Any
 
 import numpy as np
 import pytest
+from matplotlib.colors import to_rgb
 
-from opbyop.plot import Picture, attention_heatmap, picture, svg
+from opbyop.plot import (
+    HIDDEN_COLOUR,
+    KEPT_COLOUR,
+    Picture,
+    attention_heads,
+    attention_heatmap,
+    mask_grid,
+    picture,
+    svg,
+)
 
 SVG = "{http://www.w3.org/2000/svg}"
 WEIGHTS = [[0.9, 0.1, 0.0], [0.2, 0.5, 0.3]]
@@ -101,3 +112,99 @@ def test_labels_that_do_not_fit_are_refused(
 def test_an_empty_alt_text_is_refused() -> None:
     with pytest.raises(ValueError, match="alt must describe"):
         svg(attention_heatmap([[1.0]], ["w"]), "  ")
+
+
+def test_a_mask_grid_is_light_where_true_and_names_both_in_a_legend() -> None:
+    mask = [[True, False, False], [True, True, False]]
+    figure = mask_grid(mask, ["q0", "q1"], ["k0", "k1", "k2"], kept="sees", hidden="not")
+    axes = figure.axes[0]
+    image = axes.images[0]
+    colours = image.cmap(image.norm(np.asarray(image.get_array())))  # RGBA per cell
+    light = np.all(np.isclose(colours[..., :3], to_rgb(KEPT_COLOUR)), axis=-1)
+    dark = np.all(np.isclose(colours[..., :3], to_rgb(HIDDEN_COLOUR)), axis=-1)
+    assert light.tolist() == mask
+    assert dark.tolist() == [[not m for m in row] for row in mask]
+    assert [t.get_text() for t in figure.legends[0].get_texts()] == ["sees", "not"]
+    assert [t.get_text() for t in axes.get_xticklabels()] == ["k0", "k1", "k2"]
+    assert len(axes.texts) == 0  # no cell text unless asked for
+
+
+def test_a_mask_grid_writes_each_cell_in_a_contrasting_colour() -> None:
+    figure = mask_grid([[True, False]], ["s"], ["0", "1"], cells=[["word", "[PAD]"]])
+    texts = figure.axes[0].texts
+    assert [t.get_text() for t in texts] == ["word", "[PAD]"]
+    assert [t.get_color() for t in texts] == ["black", "white"]
+
+
+@pytest.mark.parametrize(
+    ("mask", "cells", "message"),
+    [
+        ([[1.0, 0.0]], None, r"2-D True/False, got shape \(1, 2\), dtype float64"),
+        ([True, False], None, r"2-D True/False, got shape \(2,\)"),
+        ([[True], [False]], None, r"shape \(2, 1\), but there are 1 row labels"),
+        ([[True, False]], [["a"]], r"cells must have the shape of mask \(1, 2\)"),
+    ],
+)
+def test_a_mask_grid_refuses_what_does_not_fit(
+    mask: object, cells: list[list[str]] | None, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        mask_grid(mask, ["q"], ["a", "b"], cells=cells)  # type: ignore[arg-type]
+
+
+HEADS = np.stack([np.eye(3), np.full((3, 3), 1 / 3), np.eye(3)[::-1], np.eye(3)])  # 4 heads
+
+
+def test_heads_get_one_grid_each_with_its_title_and_one_scale() -> None:
+    figure = attention_heads(HEADS, ["a", "b", "c"], columns=3)
+    grids = [axes for axes in figure.axes if axes.images]
+    assert [axes.get_title() for axes in grids] == ["head 0", "head 1", "head 2", "head 3"]
+    for axes, weights in zip(grids, HEADS, strict=True):
+        image = axes.images[0]
+        assert image.get_clim() == (0.0, 1.0)  # one colour scale for every head
+        np.testing.assert_array_equal(image.get_array(), weights)
+    # 4 heads in rows of 3: a second row with one grid and two empty slots
+    assert len(figure.axes) == 6 + 1  # six slots and the colour bar
+    assert sum(not axes.axison for axes in figure.axes) == 2
+
+
+def test_tokens_label_the_outer_grids_only() -> None:
+    figure = attention_heads(HEADS, ["a", "b", "c"], columns=2)
+    grids = [axes for axes in figure.axes if axes.images]
+
+    def labels(ticks: list[Any]) -> list[str]:
+        return [t.get_text() for t in ticks]
+
+    assert labels(grids[0].get_yticklabels()) == ["a", "b", "c"]  # left column
+    assert labels(grids[1].get_yticklabels()) == ["", "", ""]
+    assert labels(grids[0].get_xticklabels()) == ["", "", ""]  # top row
+    assert labels(grids[2].get_xticklabels()) == ["a", "b", "c"]  # bottom row
+    assert figure.get_supylabel() == "query (the token looking)"
+    assert figure.get_supxlabel() == "key (the token looked at)"
+
+
+def test_heads_titles_can_be_given() -> None:
+    figure = attention_heads(HEADS[:2], ["a", "b", "c"], titles=["right", "wrong"])
+    assert [axes.get_title() for axes in figure.axes if axes.images] == ["right", "wrong"]
+
+
+def test_heads_draw_as_an_svg_with_alt_text() -> None:
+    text = svg(attention_heads(HEADS, ["a", "b", "c"]), "Four heads.")
+    assert ET.fromstring(text)[0].text == "Four heads."
+
+
+@pytest.mark.parametrize(
+    ("weights", "tokens", "kwargs", "message"),
+    [
+        (np.eye(3), ["a", "b", "c"], {}, r"shape \(n_heads, n, n\), got \(3, 3\)"),
+        (np.ones((2, 3, 4)), ["a", "b", "c"], {}, r"got \(2, 3, 4\)"),
+        (HEADS, ["a", "b"], {}, r"there are 2 tokens and 4 titles"),
+        (HEADS, ["a", "b", "c"], {"titles": ["x"]}, r"3 tokens and 1 titles"),
+        (HEADS, ["a", "b", "c"], {"columns": 0}, r"columns must be a positive integer, got 0"),
+    ],
+)
+def test_heads_that_do_not_fit_are_refused(
+    weights: Any, tokens: list[str], kwargs: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        attention_heads(weights, tokens, **kwargs)

@@ -11,8 +11,9 @@
 # changes, the notebook stops with an error instead of telling you
 # something false.
 #
-# The pictures come from `opbyop.plot`, which needs matplotlib
-# (`pip install "opbyop[plot]"`).
+# The pictures come from `opbyop.plot`, which needs matplotlib:
+# install the library with its `plot` extra,
+# `pip install "opbyop[plot] @ git+https://github.com/opbyop/opbyop"`.
 
 # %%
 import itertools
@@ -34,8 +35,10 @@ from opbyop.words import word_vectors
 # weights are `softmax(x @ x.T / math.sqrt(384))`. In each picture,
 # a row is one word asking "whom do I look at?", and its cells say
 # how much of its attention goes to each word of the sentence.
-# Every row adds up to 1. The colours run from 0 to 1, the whole
-# range a weight can take.
+# Every row adds up to 1. The weights here are all close to each
+# other, so the colours of each grid span only its own smallest to
+# largest weight: that makes small differences visible, and the
+# numbers in the cells give their size.
 
 # %%
 SENTENCES = [
@@ -54,11 +57,17 @@ for sentence in SENTENCES:
     lengths.extend(np.linalg.norm(x, axis=1))
     # what softmax sees: the scaled scores
     scores.extend((x @ x.T / math.sqrt(384)).ravel())
-    own = np.diag(weights)
+    own = np.diag(weights)  # the diagonal: each word's own weight
     print(f"{sentence!r}: {n} words, 1/n = {1 / n:.3f}")
     print(f"  weights {weights.min():.3f} to {weights.max():.3f}")
     print(f"  own weight {own.min():.3f} to {own.max():.3f}")
-    figure = attention_heatmap(weights, words, title=sentence)
+    figure = attention_heatmap(
+        weights,
+        words,
+        title=sentence,
+        value_range=None,  # colours fitted to this grid's weights
+        decimals=3,
+    )
     display(
         picture(
             figure,
@@ -72,19 +81,19 @@ for sentence in SENTENCES:
     )
 
 # %% [markdown]
-# The pictures are almost flat. In a sentence of n words every
+# The numbers are almost flat. In a sentence of n words every
 # weight is close to 1/n (about 0.11 for nine words, 0.17 for six),
 # within 10% of it. The largest weight in each row is the word's
-# own, on the diagonal, but only just: no word picks out its
-# context yet. That is expected. These vectors are short: their
-# lengths go from 0.93 to 1.34, where 384 random numbers from the
-# standard normal distribution would have a length of about
-# sqrt(384), 19.6. So after dividing by sqrt(384), every score is
-# between -0.01 and 0.1, and softmax of nearly equal scores is
-# nearly uniform. Episode 2, "Where Q, K and V come from", gives
-# the queries and keys their own learned projections, and that is
-# what lets a word put most of its attention on the words that
-# matter to it.
+# own, on the diagonal, but only just: it leads the next one by
+# 0.002 or more. No word picks out its context yet. That is
+# expected. These vectors are short: their lengths go from 0.93 to
+# 1.34, where 384 random numbers from the standard normal
+# distribution would have a length of about sqrt(384), 19.6. So
+# after dividing by sqrt(384), every score is between -0.01 and
+# 0.1, and softmax of nearly equal scores is nearly uniform.
+# Episode 2, "Where Q, K and V come from", gives the queries and
+# keys their own learned projections, and that is what lets a word
+# put most of its attention on the words that matter to it.
 
 # %%
 for sentence, weights in bank_weights.items():
@@ -93,6 +102,8 @@ for sentence, weights in bank_weights.items():
     assert np.all(np.abs(weights * n - 1) < 0.10), "10% off 1/n"
     own_is_largest = weights.argmax(axis=1) == np.arange(n)
     assert own_is_largest.all(), f"{sentence!r}: own weight not max"
+    second = np.sort(weights, axis=1)[:, -2]  # next largest in a row
+    assert np.all(np.diag(weights) - second > 0.002), "own leads"
 print(f"lengths from {min(lengths):.2f} to {max(lengths):.2f}")
 print(f"scaled scores from {min(scores):.3f} to {max(scores):.3f}")
 assert round(min(lengths), 2) == 0.93
@@ -109,8 +120,16 @@ print("Checked: every weight within 10% of 1/n, own word largest.")
 # times larger, so their differences matter. A vector's score with
 # itself is its squared length, larger than its score with the
 # other words, so the diagonal stands out: each word gives itself
-# between about 0.3 and 0.5 of its attention, and the rest share
-# what is left.
+# between 0.31 and 0.52 of its attention, and the rest share what
+# is left.
+#
+# So the grid without scaling looks sharper than the one with it.
+# That is no case against scaling: it is made for queries and keys
+# whose numbers are about 1 in size, like the random ones further
+# down. These vectors have a length of about 1 spread over 384
+# numbers, so their raw scores are small already, and dividing by
+# sqrt(384) only flattens them more. In a real model, attention
+# sees the output of the learned projections of episode 2 instead.
 
 # %%
 sentence = "the blood bank needs more donors"
@@ -118,25 +137,36 @@ words = sentence.split()
 n = len(words)
 x = word_vectors(sentence)
 unscaled = softmax(x @ x.T)  # [n, n], no division by sqrt(384)
-own = np.diag(unscaled)
+own = np.diag(unscaled)  # the diagonal: each word's own weight
+# np.eye(n, dtype=bool) is True on the diagonal; ~ flips it, so
+# this takes every weight a word gives to another word
 others = unscaled[~np.eye(n, dtype=bool)]
 print(f"own weight unscaled: {[round(float(w), 2) for w in own]}")
 print(f"other weights unscaled: {others.max():.2f} at most")
 
 assert np.allclose(unscaled.sum(axis=1), 1)
 assert np.all(unscaled.argmax(axis=1) == np.arange(n))
-assert np.all((own > 0.3) & (own < 0.55)), "own between 0.3 and 0.5"
+assert round(own.min(), 2) == 0.31
+assert round(own.max(), 2) == 0.52
 scaled_own = np.diag(bank_weights[sentence])
 assert np.all(own > scaled_own), "scaling flattens the diagonal"
 
 title = f"not scaled: {sentence}"
-picture(
-    attention_heatmap(unscaled, words, title=title),
-    "Grid of unscaled attention weights, softmax of x times x "
-    f"transposed, for {sentence!r}: the diagonal stands out, each "
-    f"word giving itself between {own.min():.2f} and "
-    f"{own.max():.2f} of its attention, while the other cells are "
-    f"between {others.min():.2f} and {others.max():.2f}.",
+figure = attention_heatmap(
+    unscaled,
+    words,
+    title=title,
+    value_range=None,  # fitted, as above
+)
+display(
+    picture(
+        figure,
+        "Grid of unscaled attention weights, softmax of x times x "
+        f"transposed, for {sentence!r}: the diagonal stands out, "
+        f"each word giving itself between {own.min():.2f} and "
+        f"{own.max():.2f} of its attention, while the other cells "
+        f"are between {others.min():.2f} and {others.max():.2f}.",
+    )
 )
 
 # %% [markdown]
@@ -144,9 +174,10 @@ picture(
 #
 # Real word vectors are only one case. To see what the scaling does
 # in general, take random queries and keys, every number drawn on
-# its own from the standard normal distribution, and let d, the
-# number of values in each query and key, grow from 8 to 4096 (plus
-# 384 and 768). The queries and the keys are different vectors, as
+# its own from the standard normal distribution, and let d, how
+# many numbers each query and key holds, grow from 8 to 4096 (plus
+# 384 and 768). These numbers are about 1 in size, the case scaling
+# is made for. The queries and the keys are different vectors, as
 # in a trained model; whether a trained model's queries and keys
 # behave like these random ones is measured in episode 2.
 #
@@ -186,6 +217,8 @@ for d in SIZES:
     k = rng.standard_normal((GROUPS, N_KEYS, d))  # [200, 10, d]
     raw_scores = q @ k.swapaxes(-1, -2)  # [200, 10, 10]
     scaled = attention_weights(q, k)  # divided by math.sqrt(d)
+    # scale: what the scores are multiplied by; 1.0 leaves them
+    # as they are (the default is 1 / math.sqrt(d))
     raw = attention_weights(q, k, scale=1.0)  # not divided
     table[d] = {
         "score std": raw_scores.std(),  # how far scores spread
@@ -218,7 +251,7 @@ print(f"most spread out: ln({N_KEYS}) = {math.log(N_KEYS):.3f}")
 # d = 768, and the entropy falls towards 0 (below 0.05 at d = 4096).
 # Divided by sqrt(d), the scores keep the same spread at every size,
 # and so do the weights: the largest stays near 0.32 and the entropy
-# near 1.92, whatever d is.
+# near 1.93, whatever d is (averaged over every d).
 
 # %%
 for d, row in table.items():
@@ -231,6 +264,10 @@ for d, row in table.items():
 assert round(table[768]["score std"], 1) in (27.6, 27.7, 27.8)
 assert table[768]["max unscaled"] > 0.95
 assert table[4096]["entropy unscaled"] < 0.05
+scaled_max = [row["max scaled"] for row in table.values()]
+scaled_entropy = [row["entropy scaled"] for row in table.values()]
+assert round(np.mean(scaled_max), 2) == 0.32  # averaged over every d
+assert round(np.mean(scaled_entropy), 2) == 1.93
 doubling = [table[d] for d in SIZES if d & (d - 1) == 0]  # 8 ... 4096
 for a, b in itertools.pairwise(doubling):
     assert a["max unscaled"] < b["max unscaled"], "unscaled max grows"
@@ -238,14 +275,13 @@ for a, b in itertools.pairwise(doubling):
 print("Checked: scaled stays flat; unscaled goes to one key.")
 
 # %% [markdown]
-# The same numbers as pictures. The horizontal axis doubles d at
-# every tick; dotted lines mark the head sizes of all-MiniLM-L6-v2
+# The same numbers as pictures. The horizontal axis has a tick at
+# every d measured: it doubles from 8 to 4096, with 384 and 768 in
+# between. Dotted lines mark the head sizes of all-MiniLM-L6-v2
 # (32) and of GPT-2 small and BERT-base (64).
 
+
 # %%
-POWERS = [d for d in SIZES if d & (d - 1) == 0]
-
-
 def chart(measure, ylabel, title, floor_or_ceiling):
     """A measure against d, scaled and unscaled, and a level line."""
     figure = Figure(figsize=(6, 4), facecolor="white")
@@ -260,10 +296,13 @@ def chart(measure, ylabel, title, floor_or_ceiling):
     ax.axhline(level, c="gray", lw=1, ls="--", label=label)
     for head in (32, 64):
         ax.axvline(head, c="gray", lw=1, ls=":")
+    # one legend entry for both dotted lines
+    ax.plot([], [], c="gray", lw=1, ls=":", label="head sizes 32, 64")
     ax.set_xscale("log", base=2)
-    ax.set_xticks(POWERS, [str(d) for d in POWERS], fontsize=8)
+    ax.set_xticks(SIZES, [str(d) for d in SIZES], fontsize=8)
+    ax.tick_params(axis="x", labelrotation=90)
     ax.minorticks_off()
-    ax.set_xlabel("d, values per query and key (doubling)")
+    ax.set_xlabel("d, numbers per query and key")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.legend(loc="center right", fontsize=8)

@@ -24,14 +24,25 @@ from numpy.typing import ArrayLike
 
 try:
     import matplotlib as mpl
+    from matplotlib.colors import ListedColormap, to_rgba
     from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
 except ImportError as error:  # pragma: no cover - depends on the installation
     raise ImportError('opbyop.plot needs matplotlib: pip install "opbyop[plot]"') from error
 
-__all__ = ["Picture", "attention_heatmap", "picture", "svg"]
+__all__ = [
+    "Picture",
+    "attention_heads",
+    "attention_heatmap",
+    "mask_grid",
+    "picture",
+    "svg",
+]
 
 # Readable for colour-blind readers, dark (low values) to light (high values).
 COLOURMAP = "viridis"
+# A mask's two colours: the two ends of COLOURMAP, light where a query may look.
+KEPT_COLOUR, HIDDEN_COLOUR = "#fde725", "#440154"
 # Style keys fixed for every picture, so an SVG is the same on every machine
 # and every run: text stays text (small, searchable), no date, fixed ids.
 _STYLE = {
@@ -145,6 +156,214 @@ def attention_heatmap(
                 )
         figure.colorbar(image, ax=axes, label=value_label)
         figure.set_layout_engine("tight")
+    return figure
+
+
+def attention_heads(
+    weights: ArrayLike,
+    tokens: Sequence[str],
+    *,
+    titles: Sequence[str] | None = None,
+    columns: int = 4,
+    title: str = "",
+    value_range: tuple[float, float] = (0.0, 1.0),
+    value_label: str = "attention weight",
+    row_axis: str = "query (the token looking)",
+    column_axis: str = "key (the token looked at)",
+) -> Figure:  # [n_heads, n, n] -> a figure
+    """Draw several heads' weights as small grids side by side, one per head.
+
+    The grids are too small to write each value in: the colour is the value,
+    on one scale shared by every grid, so heads compare at a glance. Tokens
+    label the rows of the left-hand grids and the columns of the bottom ones.
+
+    Parameters
+    ----------
+    weights : array_like, shape (n_heads, n, n)
+        One matrix per head: a row per query token, a column per key token.
+    tokens : sequence of str
+        The ``n`` tokens, labelling both the rows and the columns.
+    titles : sequence of str, optional
+        One title per grid; ``"head 0"``, ``"head 1"``... by default.
+    columns : int
+        How many grids side by side in each row of the picture.
+    title : str
+        The title above all the grids.
+    value_range : (float, float)
+        The values the colours span; ``(0, 1)``, every value a weight can take.
+    value_label : str
+        What the colour bar measures.
+    row_axis, column_axis : str
+        The labels of the rows and the columns, once for all the grids.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure, not attached to pyplot: pass it to `svg` or `picture`.
+
+    Raises
+    ------
+    ValueError
+        If `weights` is not 3-D with square matrices, or the labels do not
+        match its shape.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop.plot import attention_heads
+    >>> weights = np.stack([np.eye(3), np.full((3, 3), 1 / 3)])  # 2 heads
+    >>> figure = attention_heads(weights, ["a", "b", "c"], columns=2)
+    >>> [axes.get_title() for axes in figure.axes[:2]]
+    ['head 0', 'head 1']
+    """
+    values = np.asarray(weights, dtype=np.float64)
+    if values.ndim != 3 or values.shape[1] != values.shape[2]:
+        raise ValueError(
+            f"attention_heads: weights must have shape (n_heads, n, n), got {values.shape}"
+        )
+    n_heads, n, _ = values.shape
+    names = [f"head {h}" for h in range(n_heads)] if titles is None else list(titles)
+    if len(tokens) != n or len(names) != n_heads:
+        raise ValueError(
+            f"attention_heads: weights has shape {values.shape}, but there are "
+            f"{len(tokens)} tokens and {len(names)} titles"
+        )
+    if isinstance(columns, bool) or not isinstance(columns, int) or columns < 1:
+        raise ValueError(f"attention_heads: columns must be a positive integer, got {columns!r}")
+    columns = min(columns, n_heads)
+    rows = -(-n_heads // columns)  # rounded up
+    low, high = value_range
+    with mpl.rc_context(_STYLE):
+        side = 1.2 + 0.16 * n  # each grid, with room for its labels
+        figure = Figure(
+            figsize=(columns * side + 1.0, rows * side + 0.4),
+            facecolor="white",
+            layout="constrained",  # room for the labels and one shared colour bar
+        )
+        grid = figure.subplots(rows, columns, squeeze=False)
+        for h, axes in enumerate(grid.flat):
+            if h >= n_heads:
+                axes.set_axis_off()  # an empty slot in the last row
+                continue
+            image = axes.imshow(values[h], cmap=COLOURMAP, vmin=low, vmax=high)
+            axes.set_title(names[h], fontsize=10)
+            row, column = divmod(h, columns)
+            last_row = row == rows - 1 or h + columns >= n_heads
+            axes.set_yticks(range(n), tokens if column == 0 else [""] * n, fontsize=7)
+            axes.set_xticks(range(n), tokens if last_row else [""] * n, rotation=90, fontsize=7)
+            axes.tick_params(length=0)
+        if title:
+            figure.suptitle(title)
+        figure.supylabel(row_axis)
+        figure.supxlabel(column_axis)
+        figure.colorbar(image, ax=grid.ravel().tolist(), label=value_label, shrink=0.6)
+    return figure
+
+
+_SVG_START = re.compile(r"<svg\b[^>]*>")
+
+
+def mask_grid(
+    mask: ArrayLike,
+    rows: Sequence[str],
+    columns: Sequence[str] | None = None,
+    *,
+    cells: Sequence[Sequence[str]] | None = None,
+    title: str = "",
+    kept: str = "may look",
+    hidden: str = "hidden",
+    row_axis: str = "query (the word looking)",
+    column_axis: str = "key (the word looked at)",
+) -> Figure:  # [n_rows, n_columns] -> a figure
+    """Draw a True/False mask as a grid: light cells where True, dark where False.
+
+    A mask has two values, so a legend names them instead of a colour bar,
+    and each cell may carry a word (a token, say) instead of a number.
+
+    Parameters
+    ----------
+    mask : array_like of bool
+        A 2-D mask, such as the one `opbyop.attention` takes: True where a
+        query may look at a key, or a token is real.
+    rows, columns : sequence of str
+        The labels down the side and across the bottom. `columns` defaults
+        to `rows`, as in self-attention.
+    cells : sequence of sequence of str, optional
+        Text to write in each cell, same shape as `mask`. Default: none.
+    title : str
+        The title above the grid.
+    kept, hidden : str
+        The legend's names for True and False.
+    row_axis, column_axis : str
+        The axis labels.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure, not attached to pyplot: pass it to `svg` or `picture`.
+
+    Raises
+    ------
+    ValueError
+        If `mask` is not 2-D and boolean, or the labels or `cells` do not
+        match its shape.
+
+    Examples
+    --------
+    >>> from opbyop.plot import mask_grid, svg
+    >>> figure = mask_grid([[True, False], [True, True]], ["a", "b"])
+    >>> svg(figure, "Word a sees itself; b sees both.").startswith("<svg")
+    True
+    """
+    values = np.asarray(mask)
+    columns = list(rows if columns is None else columns)
+    if values.ndim != 2 or values.dtype != np.bool_:
+        raise ValueError(
+            f"mask_grid: mask must be 2-D True/False, got shape {values.shape}, "
+            f"dtype {values.dtype}"
+        )
+    if values.shape != (len(rows), len(columns)):
+        raise ValueError(
+            f"mask_grid: mask has shape {values.shape}, but there are "
+            f"{len(rows)} row labels and {len(columns)} column labels"
+        )
+    if cells is not None and [len(row) for row in cells] != [len(columns)] * len(rows):
+        raise ValueError(
+            f"mask_grid: cells must have the shape of mask {values.shape}, "
+            f"got rows of lengths {[len(row) for row in cells]}"
+        )
+    colours = ListedColormap([HIDDEN_COLOUR, KEPT_COLOUR])
+    with mpl.rc_context(_STYLE):
+        longest_row = max((len(label) for label in rows), default=0)
+        width = 1.5 + 0.09 * longest_row + 0.62 * len(columns)
+        height = 1.9 + 0.5 * len(rows)
+        figure = Figure(figsize=(width, height), facecolor="white", layout="constrained")
+        axes = figure.add_subplot()
+        axes.imshow(values.astype(float), cmap=colours, vmin=0.0, vmax=1.0)
+        axes.set_xticks(range(len(columns)), columns, rotation=45, ha="right")
+        axes.set_yticks(range(len(rows)), rows)
+        axes.set_xlabel(column_axis)
+        axes.set_ylabel(row_axis)
+        if title:
+            axes.set_title(title)
+        for i, row in enumerate(values):
+            for j, value in enumerate(row):
+                if cells is not None and cells[i][j]:
+                    colour = KEPT_COLOUR if value else HIDDEN_COLOUR
+                    axes.text(
+                        j,
+                        i,
+                        cells[i][j],
+                        ha="center",
+                        va="center",
+                        fontsize=8,
+                        color=_text_colour(to_rgba(colour)),
+                    )
+        legend = [
+            Patch(facecolor=KEPT_COLOUR, edgecolor="black", label=kept),
+            Patch(facecolor=HIDDEN_COLOUR, edgecolor="black", label=hidden),
+        ]
+        figure.legend(handles=legend, loc="outside right upper", frameon=False)
     return figure
 
 

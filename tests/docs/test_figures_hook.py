@@ -48,9 +48,50 @@ def test_the_weights_figure_matches_the_page() -> None:
     assert "Row 0: 0.42, 0.16, 0.42. Row 1: 0.02, 0.87, 0.12." in title
 
 
+def test_the_weights_caption_adds_up_the_rounded_cells() -> None:
+    # The cells show two decimals; the caption says what the rows then add up to.
+    from opbyop.scratch import mat_mul, scale, softmax, transpose
+
+    words = figures_hook.EPISODE_1_WORDS
+    weights = softmax(scale(mat_mul(words, transpose(words)), vector_size=4))
+    shown = [round(sum(round(w, 2) for w in row), 2) for row in weights]
+    assert shown == [1.0, 1.01, 1.0]
+    page = (ROOT / "docs" / "episodes" / "01-attention-is-four-operations.md").read_text(
+        encoding="utf-8"
+    )
+    assert "row 1 shows 1.01 and rows 0 and 2 show 1.00" in " ".join(page.split())
+
+
 def test_a_path_cannot_be_registered_twice() -> None:
     with pytest.raises(ValueError, match="two figures"):
         figures_hook.figure("figures/01-scores.svg")(lambda: "<svg/>")
+
+
+@pytest.mark.parametrize("name", ["04-causal-mask.svg", "04-padding-mask.svg"])
+def test_episode_4_shows_each_mask_with_the_figures_own_description(name: str) -> None:
+    title = ET.fromstring(figures_hook.FIGURES[f"figures/{name}"]())[0].text or ""
+    page = (ROOT / "docs" / "episodes" / "04-no-peeking.md").read_text(encoding="utf-8")
+    assert f"![{title}](../figures/{name})" in page
+
+
+def test_the_padding_figure_pads_each_sentence_to_the_longest() -> None:
+    title = ET.fromstring(figures_hook.FIGURES["figures/04-padding-mask.svg"]())[0].text or ""
+    assert "'the dog barked', has 5 tokens and 3 [PAD]" in title
+    assert "'hello', has 3 tokens and 5 [PAD]" in title
+
+
+def test_the_heads_figure_draws_the_real_models_layer_0() -> None:
+    text = figures_hook.FIGURES["figures/03-heads.svg"]()
+    title = ET.fromstring(text)[0].text or ""
+    tokens = "[CLS] the old man ate a green apple [SEP]"
+    claim = "every token after [CLS] puts at least 0.99 of its weight on the token before it"
+    assert tokens in title
+    assert claim in title
+    assert all(f">head {h}<" in text for h in range(12))  # one grid per head
+    page = (ROOT / "docs" / "episodes" / "03-many-heads-at-once.md").read_text(encoding="utf-8")
+    assert figures_hook.EPISODE_3_SENTENCE in page
+    assert tokens in page
+    assert claim in page
 
 
 def test_the_search_figure_matches_the_page() -> None:

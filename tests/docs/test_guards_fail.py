@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from docs_harness import run_notebook, unchecked_outputs, uncollected_fences
+from docs_harness import run_notebook, unchecked_outputs, uncollected_fences, unpasteable_blocks
 from site_build import ROOT, build_site
 
 pytestmark = pytest.mark.slow
@@ -100,6 +100,7 @@ def test_the_unbroken_project_passes_every_check(project: Path) -> None:
     assert "3 passed" in tests.stdout
     assert uncollected_fences(project / "docs" / "page.md") == []
     assert unchecked_outputs(project / "docs" / "page.md") == []
+    assert unpasteable_blocks(project / "docs" / "page.md") == []
 
 
 def test_a_code_block_that_raises_fails_the_tests(project: Path) -> None:
@@ -182,3 +183,16 @@ def test_a_numpy_repr_in_the_output_fails_the_tests(project: Path) -> None:
 def test_an_output_after_no_block_is_flagged(project: Path) -> None:
     edit(project / "docs" / "page.md", "## A section\n", "## A section\n\n```output\nhello\n```\n")
     assert len(unchecked_outputs(project / "docs" / "page.md")) == 1
+
+
+def test_a_block_that_goes_on_right_after_a_loop_is_flagged(project: Path) -> None:
+    # It runs as a test, but Python's classic prompt rejects it when pasted.
+    edit(
+        project / "docs" / "page.md",
+        "assert double(21) == 42\n",
+        "for n in [21]:\n    assert double(n) == 42\nassert double(0) == 0\n",
+    )
+    flagged = unpasteable_blocks(project / "docs" / "page.md")
+    assert len(flagged) == 1
+    assert "'assert double(0) == 0': invalid syntax" in flagged[0]
+    assert run_docs_tests(project).returncode == 0  # only the paste check sees it

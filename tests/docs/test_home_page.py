@@ -8,16 +8,18 @@ from html.parser import HTMLParser
 from docs_harness import render_markdown
 from site_build import ROOT
 
-EPISODES = [
-    "Attention is four operations",
-    "Where Q, K and V come from",
-    "Many heads at once",
-    "No peeking (masks)",
-    "Words to tokens, and where they stand",
-    "The transformer block",
-    "The whole model, by hand",
-]
-COMING_NEXT: list[str] = []  # the series is complete for now
+# Every episode, by number. The home page lists each once, under "Episodes"
+# once its page exists and under "Coming next" until then, each with the
+# number it has in the series.
+EPISODES = {
+    1: "Attention is four operations",
+    2: "Where Q, K and V come from",
+    3: "Many heads at once",
+    4: "No peeking (masks)",
+    5: "Words to tokens, and where they stand",
+    6: "The transformer block",
+    7: "The whole model, by hand",
+}
 
 
 class ListNumbers(HTMLParser):
@@ -56,12 +58,19 @@ def rendered_list_items(markdown_text: str) -> list[tuple[int, str]]:
     return parser.items
 
 
-def test_coming_next_is_numbered_as_the_episodes_are() -> None:
+def test_every_episode_is_listed_once_with_its_number() -> None:
     items = rendered_list_items((ROOT / "docs" / "index.md").read_text(encoding="utf-8"))
-    titles = {number: text for number, text in items}
-    for number, title in enumerate(EPISODES + COMING_NEXT, start=1):
-        assert titles[number].startswith(title), (number, titles[number])
-    assert [number for number, _ in items] == list(range(1, 1 + len(EPISODES) + len(COMING_NEXT)))
+    assert sorted(number for number, _ in items) == sorted(EPISODES)
+    for number, text in items:
+        assert text.startswith(EPISODES[number]), (number, text)
+
+
+def test_episodes_with_a_page_link_to_it() -> None:
+    text = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    published = text.split("### Coming next")[0]
+    for page in sorted((ROOT / "docs" / "episodes").glob("*.md")):
+        number = int(page.name.split("-")[0])
+        assert f"{number}. [{EPISODES[number]}](episodes/{page.name})" in published, page.name
 
 
 def test_the_check_sees_a_list_renumbered_from_1() -> None:
