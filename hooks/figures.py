@@ -318,7 +318,7 @@ def episode_7_search() -> str:
         column_axis="sentence of the corpus",
     )
     rows = []
-    for query, row in zip(EPISODE_7_QUERIES, grid):
+    for query, row in zip(EPISODE_7_QUERIES, grid, strict=True):
         first, second = (int(j) for j in row.argsort()[::-1][:2])
         rows.append(
             f"{query!r}: brightest on {labels[first]} ({row[first]:.2f}), "

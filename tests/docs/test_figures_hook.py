@@ -116,5 +116,5 @@ def test_the_search_figure_draws_sentences_the_reference_holds() -> None:
     # The page's proof compares every sentence of the reference file with
     # sentence-transformers; the figure must draw only sentences it covers.
     groups = json.loads((ROOT / "tests" / "data" / "minilm_sentences.json").read_text("utf-8"))
-    assert figures_hook.EPISODE_7_QUERIES == groups["queries"]
+    assert groups["queries"] == figures_hook.EPISODE_7_QUERIES
     assert set(figures_hook.EPISODE_7_SENTENCES.values()) <= set(groups["corpus"])
