@@ -40,8 +40,12 @@ lint: $(STAMP)
 test: lint
 	$(BIN)/python -m pytest --cov --cov-report=term
 
+# TORCH_PYTHON: a Python with sentence-transformers, PyTorch and the model
+# package, for the minilm benchmark's other side (without, it times opbyop alone).
+TORCH_PYTHON ?= $(BIN)/python
 bench: $(STAMP)
 	$(BIN)/python benchmarks/attention.py
+	$(BIN)/python benchmarks/minilm.py --torch-python $(TORCH_PYTHON)
 
 # Re-resolve every dependency to its newest allowed release and pin the result.
 # Resolved on the oldest supported Python, so the pins install on every

@@ -183,6 +183,11 @@ def episode_3_heads() -> str:
     weights = trace.layers[0].attention_weights  # [12 heads, n, n]
     n = len(trace.tokens)
     before = min(float(weights[2, i, i - 1]) for i in range(1, n))
+    words = range(1, n - 1)  # the rows the page's shares average over
+    head_8 = weights[8]
+    on_cls = sum(float(head_8[i, 0]) for i in words if i != 1) / len(words)
+    on_itself = sum(float(head_8[i, i]) for i in words) / len(words)
+    own_best = [f'"{trace.tokens[i]}"' for i in words if head_8[i].argmax() == i]
     drawing = attention_heads(
         weights,
         trace.tokens,
@@ -194,9 +199,11 @@ def episode_3_heads() -> str:
         f"all-MiniLM-L6-v2, for the tokens {' '.join(trace.tokens)}. Head 2 is a "
         "bright line just below the diagonal: every token after [CLS] puts at least "
         f"{math.floor(100 * before) / 100:.2f} of its weight on the token before it. "
-        "Head 8 is brightest on the diagonal, each word on itself, and in the [CLS] "
-        "column. The other heads are dim and spread out, their brightest cells mostly "
-        "in the [CLS] and [SEP] columns.",
+        "Head 8 is brighter in the [CLS] column than on the diagonal: a word gives "
+        f"[CLS] {on_cls:.2f} of its weight on average and itself {on_itself:.2f}, "
+        f"and only {', '.join(own_best)} gives itself the most. The other heads are "
+        "dim and spread out, their brightest cells mostly in the [CLS] and [SEP] "
+        "columns.",
     )
 
 
@@ -244,7 +251,7 @@ def episode_4_padding_mask() -> str:
         [f"sentence {i}" for i in range(len(tokens))],
         [str(i) for i in range(n)],
         cells=padded,
-        title=f"Padding mask: {len(tokens)} sentences padded to {n} tokens",
+        title="Padding mask: one row per sentence, shared by its queries",
         kept="real token (True)",
         hidden="[PAD] (False)",
         row_axis="sentence",
@@ -259,7 +266,107 @@ def episode_4_padding_mask() -> str:
         f"A grid with one row per sentence of a batch and one column per "
         f"position 0 to {n - 1}; each cell holds a token. Real tokens are "
         f"light, [PAD] cells dark, and the padding always comes last: "
-        f"{counts}.",
+        f"{counts}. Every query of a sentence, [PAD] included, uses its "
+        "sentence's row.",
+    )
+
+
+# ---------------------------------------------------------------- episode 6
+
+# The two orders of a transformer block, each as its halves, input to output.
+EPISODE_6_BLOCKS = {
+    "Norm after the add\n(BERT, all-MiniLM-L6-v2)": [
+        ["attention", "+", "layer norm"],
+        ["feed-forward", "+", "layer norm"],
+    ],
+    "Norm before\n(GPT-2, most newer models)": [
+        ["layer norm", "attention", "+"],
+        ["layer norm", "feed-forward", "+"],
+    ],
+}
+
+
+def _describe_half(half: list[str], source: str) -> str:
+    """One half of a block in words: its steps, the addition with its shortcut."""
+    steps = [f"a plus sign, where a shortcut adds {source}" if s == "+" else s for s in half]
+    return ", then ".join(steps)
+
+
+@figure("figures/06-block.svg")
+def episode_6_block() -> str:
+    from opbyop.plot import block_diagram, svg
+
+    drawing = block_diagram(
+        EPISODE_6_BLOCKS,
+        title="One transformer block, two orders",
+        input_label="x: one vector per token",
+        output_label="output: one vector per token",
+    )
+    (post_title, post), (pre_title, pre) = EPISODE_6_BLOCKS.items()
+    post_name, pre_name = (t[0].lower() + t[1:].replace("\n", " ") for t in (post_title, pre_title))
+    return svg(
+        drawing,
+        "Two flow charts side by side, read from top to bottom. "
+        f"Left, {post_name}: {_describe_half(post[0], 'x')}; "
+        f"then {_describe_half(post[1], 'the output of that layer norm')}; then the output. "
+        f"Right, {pre_name}: {_describe_half(pre[0], 'x')}; "
+        f"then {_describe_half(pre[1], 'the first sum')}; then the output.",
+    )
+
+
+@figure("figures/06-gelu.svg")
+def episode_6_gelu() -> str:
+    import numpy as np
+
+    from opbyop import gelu
+    from opbyop.plot import line_chart, svg
+
+    x = np.linspace(-4.0, 4.0, 801)  # steps of 0.01
+    curves = {"GELU": gelu(x), "ReLU": np.maximum(x, 0.0)}
+    drawing = line_chart(x, curves, title="GELU beside ReLU", x_label="input x", y_label="output")
+    lowest = int(curves["GELU"].argmin())
+    far = np.abs(curves["GELU"] - curves["ReLU"]) >= 0.01
+    joins = x[np.flatnonzero(far).max() + 1]  # within 0.01 of ReLU from here on
+    one = float(gelu(np.array([1.0]))[0])
+    return svg(
+        drawing,
+        "Two curves for x from -4 to 4. ReLU, dashed, is 0 for every negative x "
+        "and equals x for positive x, with a sharp corner at 0. GELU, solid, "
+        "bends smoothly: it is near 0 far to the left, dips to "
+        f"{curves['GELU'][lowest]:.2f} at x = {x[lowest]:.2f}, passes through 0 at 0, "
+        f"runs below ReLU for positive x ({one:.2f} at x = 1), and is within 0.01 of "
+        f"it from x = {joins:.1f} on.",
+    )
+
+
+# ---------------------------------------------------------------- episode 5
+
+
+@figure("figures/05-positions.svg")
+def episode_5_positions() -> str:
+    import numpy as np
+
+    from opbyop import minilm
+    from opbyop.plot import similarity_heatmap, svg
+
+    positions = minilm.load().embeddings.position[:128].astype(np.float64)
+    unit = positions / np.linalg.norm(positions, axis=-1, keepdims=True)
+    similarity = unit @ unit.T  # every pair's cosine
+    neighbours = np.diagonal(similarity[1:, 1:], offset=1).mean()
+    zero = similarity[0, 1:]
+    drawing = similarity_heatmap(
+        similarity,
+        title="Position vectors 0 to 127: cosine similarity",
+        value_range=None,  # from the lowest cosine to 1, for contrast
+    )
+    return svg(
+        drawing,
+        "A 128 by 128 grid: the cosine similarity of the position vectors 0 to "
+        f"127 of all-MiniLM-L6-v2, from {similarity.min():.2f} to 1. A bright "
+        "diagonal (each position with itself), and stripes parallel to it that "
+        f"fade with distance; neighbouring positions average {neighbours:.2f}. "
+        f"Position 0, the first row and column, has no stripes: its cosine "
+        f"with the others is only {zero.min():.2f} to {zero.max():.2f}.",
     )
 
 

@@ -89,7 +89,9 @@ def test_layer_norm_dtypes_follow_pytorch() -> None:
     assert layer_norm(np.ones((2, 3), np.float16)).dtype == np.float16
     assert layer_norm([[1, 2, 3]]).dtype == np.float64
     x32 = np.ones((2, 3), np.float32)
-    assert layer_norm(x32, np.ones(3, np.float64)).dtype == np.float64
+    assert layer_norm(x32, np.ones(3, np.float32)).dtype == np.float32
+    with pytest.raises(TypeError, match="x and weight need the same dtype"):
+        layer_norm(x32, np.ones(3, np.float64))  # PyTorch refuses the mix too
 
 
 def test_layer_norm_of_a_constant_row() -> None:
@@ -172,9 +174,13 @@ def test_gelu_keeps_shape_and_follows_pytorch_dtypes() -> None:
     assert gelu(np.float32(1.0)).shape == ()
 
 
-def test_gelu_blocks_give_the_same_numbers_as_one_pass() -> None:
+def test_gelu_blocks_and_threads_give_the_same_numbers_as_one_pass() -> None:
     x = rng.standard_normal(2**17 + 5).astype(np.float32) * 3  # two blocks and a bit
     assert_array_equal(gelu(x)[-10:], gelu(x[-10:]))
+    big = rng.standard_normal((3, 2**18 + 7)).astype(np.float32) * 3  # on every core
+    pieces = [gelu(big[i, j : j + 2**15]) for i in range(3) for j in range(0, big.shape[1], 2**15)]
+    assert_array_equal(gelu(big).ravel(), np.concatenate(pieces))
+    assert_array_equal(gelu(big.T), gelu(big).T)  # not contiguous
 
 
 def test_gelu_at_the_extremes_raises_no_warning() -> None:

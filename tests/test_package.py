@@ -29,6 +29,7 @@ from opbyop.words import word_vectors
 
 x = word_vectors("we fished from the river bank")
 assert attention(x, x, x).shape == (6, 384)
+import opbyop.minilm  # its runtime dependency, safetensors, came with the wheel
 print("ok")
 """
 

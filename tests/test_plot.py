@@ -10,16 +10,21 @@ from typing import Any
 
 import numpy as np
 import pytest
-from matplotlib.colors import to_rgb
+from matplotlib.colors import to_hex, to_rgb
 
 from opbyop.plot import (
+    BOX_COLOURS,
     HIDDEN_COLOUR,
     KEPT_COLOUR,
+    LINE_STYLES,
     Picture,
     attention_heads,
     attention_heatmap,
+    block_diagram,
+    line_chart,
     mask_grid,
     picture,
+    similarity_heatmap,
     svg,
 )
 
@@ -208,3 +213,133 @@ def test_heads_that_do_not_fit_are_refused(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         attention_heads(weights, tokens, **kwargs)
+
+
+# ------------------------------------------------------------ block_diagram
+
+POST_NORM = {"post": [["attention", "+", "norm"], ["feed-forward", "+", "norm"]]}
+
+
+def test_a_block_diagram_draws_each_step_in_order_and_an_add_per_half() -> None:
+    figure = block_diagram(POST_NORM, input_label="in", output_label="out")
+    axes = figure.axes[0]
+    texts = [t.get_text() for t in axes.texts if t.get_text()]  # not the arrows
+    first = ["attention", "+", "shortcut", "norm"]
+    second = ["feed-forward", "+", "shortcut", "norm"]
+    assert texts == ["post", "in", *first, *second, "out"]
+    circles = [p for p in axes.patches if type(p).__name__ == "Circle"]
+    assert len(circles) == 2  # one addition per half
+
+
+def test_a_block_diagram_runs_each_shortcut_from_its_halfs_input_to_its_add() -> None:
+    axes = block_diagram(POST_NORM).axes[0]
+    height = {t.get_text(): float(t.get_position()[1]) for t in axes.texts if t.get_text()}
+    adds = [float(t.get_position()[1]) for t in axes.texts if t.get_text() == "+"]
+    shortcuts = [
+        [float(y) for y in np.asarray(line.get_ydata())]
+        for line in axes.lines
+        if np.size(line.get_ydata()) == 3
+    ]
+    assert len(shortcuts) == 2
+    # half 0 leaves between the input and attention; half 1 after the first norm
+    (first_start, _, first_end), (second_start, _, second_end) = shortcuts
+    assert height["attention"] < first_start < height["input"]
+    assert first_end == adds[0]
+    assert second_end == adds[1]
+    assert height["feed-forward"] < second_start < adds[0]
+
+
+def test_a_block_diagram_colours_a_kind_of_box_the_same_in_every_column() -> None:
+    columns = {"a": [["norm", "attention", "+"]], "b": [["attention", "+", "norm"]]}
+    boxes = [p for p in block_diagram(columns).axes[0].patches if type(p).__name__ != "Circle"]
+    fills = [to_hex(box.get_facecolor()) for box in boxes]
+    assert fills == [BOX_COLOURS[0], BOX_COLOURS[1], BOX_COLOURS[1], BOX_COLOURS[0]]
+
+
+@pytest.mark.parametrize(
+    ("columns", "message"),
+    [
+        ({}, "at least one block"),
+        ({"a": []}, "block 'a' has no half"),
+        ({"a": [["attention"]]}, r"half 0 of block 'a' must hold '\+' once"),
+        ({"a": [["+", "x", "+"]]}, r"must hold '\+' once, got \['\+', 'x', '\+'\]"),
+    ],
+)
+def test_a_block_diagram_refuses_a_half_without_one_add(
+    columns: dict[str, list[list[str]]], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        block_diagram(columns)
+
+
+# --------------------------------------------------------------- line_chart
+
+
+def test_a_line_chart_draws_each_curve_with_its_own_dashes_and_a_legend() -> None:
+    x = np.linspace(-1, 1, 5)
+    figure = line_chart(x, {"a": x, "b": x**2}, title="T", x_label="x", y_label="y")
+    axes = figure.axes[0]
+    curves = [line for line in axes.lines if line.get_label() in ("a", "b")]
+    assert [line.get_label() for line in curves] == ["a", "b"]
+    np.testing.assert_array_equal(curves[1].get_ydata(), x**2)
+    assert [line.get_linestyle() for line in curves] == ["-", "--"]
+    legend = axes.get_legend()
+    assert legend is not None
+    assert [t.get_text() for t in legend.get_texts()] == ["a", "b"]
+    assert (axes.get_title(), axes.get_xlabel(), axes.get_ylabel()) == ("T", "x", "y")
+
+
+@pytest.mark.parametrize(
+    ("x", "lines", "message"),
+    [
+        ([[0.0, 1.0]], {"a": [0.0, 1.0]}, r"x must be 1-D, got shape \(1, 2\)"),
+        ([0.0, 1.0], {}, "1 to 4 curves, got 0"),
+        ([0.0], {str(i): [0.0] for i in range(len(LINE_STYLES) + 1)}, "got 5"),
+        ([0.0, 1.0], {"a": [1.0]}, r"curve 'a' has shape \(1,\), x has shape \(2,\)"),
+    ],
+)
+def test_a_line_chart_refuses_curves_that_do_not_fit(
+    x: object, lines: dict[str, list[float]], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        line_chart(x, lines)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------- similarity_heatmap
+
+
+def test_a_similarity_heatmap_writes_no_values_and_ticks_every_step() -> None:
+    figure = similarity_heatmap(np.eye(33), title="T", tick_step=8)
+    axes = figure.axes[0]
+    assert len(axes.texts) == 0  # too many cells to write each value in
+    ticks = ["0", "8", "16", "24", "32"]
+    assert [t.get_text() for t in axes.get_xticklabels()] == ticks
+    assert [t.get_text() for t in axes.get_yticklabels()] == ticks
+    assert axes.get_xlabel() == axes.get_ylabel() == "position"
+    assert axes.get_title() == "T"
+    assert axes.images[0].get_clim() == (-1.0, 1.0)  # every cosine similarity
+
+
+def test_a_similarity_heatmap_can_span_its_own_values() -> None:
+    figure = similarity_heatmap([[1.0, -0.25], [-0.25, 1.0]], value_range=None)
+    assert figure.axes[0].images[0].get_clim() == (-0.25, 1.0)
+    text = svg(figure, "Two items.")
+    assert text == svg(
+        similarity_heatmap([[1.0, -0.25], [-0.25, 1.0]], value_range=None), "Two items."
+    )
+
+
+@pytest.mark.parametrize(
+    ("values", "tick_step", "message"),
+    [
+        ([[1.0, 2.0]], 16, r"square 2-D matrix, got shape \(1, 2\)"),
+        ([1.0, 2.0], 16, r"square 2-D matrix, got shape \(2,\)"),
+        (np.eye(2), 0, "tick_step must be a positive integer, got 0"),
+        (np.eye(2), 2.0, "tick_step must be a positive integer, got 2.0"),
+    ],
+)
+def test_a_similarity_heatmap_refuses_what_it_cannot_draw(
+    values: object, tick_step: object, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        similarity_heatmap(values, tick_step=tick_step)  # type: ignore[arg-type]

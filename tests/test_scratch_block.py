@@ -19,6 +19,7 @@ from opbyop.scratch import gelu, layer_norm
 
 SOURCE = Path(opbyop.scratch.block.__file__).read_text(encoding="utf-8")
 rng = np.random.default_rng(6)
+TEXT: Any = "a"  # where a number belongs
 
 
 def test_layer_norm_by_hand() -> None:
@@ -58,14 +59,15 @@ def test_gelu_matches_numpy() -> None:
     [
         (lambda: gelu([]), ValueError, "x is empty"),
         (lambda: gelu([[1.0], [1.0, 2.0]]), ValueError, "ragged"),
-        (lambda: gelu([["a"]]), TypeError, r"x\[0\]\[0\] must be a number"),
+        (lambda: gelu([[TEXT]]), TypeError, r"x\[0\]\[0\] must be a number"),
         (lambda: layer_norm([[1.0, 2.0]], [1.0], [0.0, 0.0]), ValueError, "weight needs 2"),
         (lambda: layer_norm([[1.0, 2.0]], [1.0, 1.0], [0.0]), ValueError, "bias needs 2"),
-        (lambda: layer_norm([[1.0]], [1.0], ["b"]), TypeError, r"bias\[0\]\[0\]"),
+        (lambda: layer_norm([[1.0]], [1.0], [TEXT]), TypeError, r"bias\[0\] must be a number"),
+        (lambda: layer_norm([[1.0]], TEXT, [0.0]), TypeError, "weight must be a list of numbers"),
         (lambda: layer_norm([[1.0]], [1.0], [0.0], eps=-1.0), ValueError, "eps must be"),
         (lambda: layer_norm([[1.0]], [1.0], [0.0], eps=math.nan), ValueError, "eps"),
-        (lambda: layer_norm([[1.0]], [1.0], [0.0], eps="0"), TypeError, "eps must be"),
-        (lambda: layer_norm(3.0, [1.0], [0.0]), TypeError, "x must be a list of rows"),
+        (lambda: layer_norm([[1.0]], [1.0], [0.0], eps=TEXT), TypeError, "eps must be"),
+        (lambda: layer_norm(TEXT, [1.0], [0.0]), TypeError, "x must be a list of rows, got str"),
     ],
 )
 def test_bad_input_gets_a_clear_error(call: Any, error: type[Exception], match: str) -> None:

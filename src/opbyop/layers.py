@@ -16,13 +16,15 @@ References
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
 from numbers import Real
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from opbyop.ops import _cast, _real_array
+from opbyop.ops import _cast, _check_dtypes, _real_array, _workers
 
 __all__ = ["gelu", "layer_norm", "linear"]
 
@@ -124,20 +126,27 @@ def layer_norm(
     rows = _real_array(x, "x")
     if rows.ndim < 1 or rows.shape[-1] == 0:
         raise ValueError(f"layer_norm needs x with a last dimension d >= 1, got shape {rows.shape}")
-    params = [_vector(p, name, rows) for name, p in (("weight", weight), ("bias", bias))]
+    given = {
+        "x": rows,
+        "weight": _vector(weight, "weight", rows),
+        "bias": _vector(bias, "bias", rows),
+    }
     if isinstance(eps, bool) or not isinstance(eps, Real) or not 0 <= eps < math.inf:
         raise ValueError(f"layer_norm: eps must be a finite number >= 0, got {eps!r}")
-    (rows, *params), out_dtype = _cast(rows, *(p for p in params if p is not None))
-    mean = rows.mean(axis=-1, keepdims=True)
-    out = rows - mean
+    arrays = {name: a for name, a in given.items() if a is not None}
+    _check_dtypes(**arrays)  # one dtype for all, as in PyTorch
+    cast, out_dtype = _cast(*arrays.values())
+    rows, params = cast[0], dict(zip(arrays, cast, strict=True))
     d = rows.shape[-1]
-    variance = np.einsum("...i,...i->...", out, out)[..., np.newaxis] / d  # no squares array
+    # Row means and variances as products with a vector: BLAS is faster than .mean().
+    out = rows - (rows @ np.full(d, 1 / d, dtype=rows.dtype))[..., np.newaxis]
+    variance = np.einsum("...i,...i->...", out, out)[..., np.newaxis] / d
     with np.errstate(divide="ignore", invalid="ignore"):  # eps = 0, constant row: nan
         out *= 1 / np.sqrt(variance + float(eps))
-    if weight is not None:
-        out *= params.pop(0)
-    if bias is not None:
-        out += params.pop(0)
+    if "weight" in params:
+        out *= params["weight"]
+    if "bias" in params:
+        out += params["bias"]
     return out.astype(out_dtype, copy=False)
 
 
@@ -223,6 +232,7 @@ _GELU_COEFFICIENTS = np.array(
     [-math.sqrt(2) * p / 2**k for k, p in enumerate(_ERF_COEFFICIENTS)], dtype=np.float32
 )
 _GELU_BLOCK = 2**16  # numbers per block: 256 KiB of float32, within the L2 cache
+_GELU_THREADS_FROM = 2**18  # numbers: below, starting the other threads costs more
 
 
 def _erf_float32(z: NDArray[np.float32]) -> NDArray[np.float32]:
@@ -242,15 +252,31 @@ _ERF_COEFFICIENTS_32 = np.array(_ERF_COEFFICIENTS, dtype=np.float32)
 
 
 def _gelu_float32(x: NDArray[np.float32]) -> NDArray[np.float32]:
-    """``x / (1 + exp(x * Q(x**2)))``, a cache-sized block at a time."""
+    """``x / (1 + exp(x * Q(x**2)))``, a cache-sized block at a time, on every core."""
     flat = x.reshape(-1)  # a view when x is contiguous
     out = np.empty_like(flat)
-    squares = np.empty(min(flat.size, _GELU_BLOCK), dtype=np.float32)
+    starts = range(0, flat.size, _GELU_BLOCK)
+    workers = min(_workers(), len(starts)) if flat.size >= _GELU_THREADS_FROM else 1
+    shares = [starts[i::workers] for i in range(workers)]  # every worker's blocks
+    if workers == 1:
+        _gelu_blocks(flat, out, starts)
+        return out.reshape(x.shape)
+    # NumPy releases the GIL in ufuncs, so the threads run on separate cores.
+    helpers = [_gelu_pool().submit(_gelu_blocks, flat, out, share) for share in shares[1:]]
+    _gelu_blocks(flat, out, shares[0])  # this thread works too
+    for helper in helpers:
+        helper.result()  # re-raises a helper's exception here
+    return out.reshape(x.shape)
+
+
+def _gelu_blocks(x: NDArray[np.float32], out: NDArray[np.float32], starts: range) -> None:
+    """GELU of the blocks of `x` that begin at `starts`, into `out`."""
+    squares = np.empty(min(x.size, _GELU_BLOCK), dtype=np.float32)
     q = _GELU_COEFFICIENTS
     # Far out, x**2 or exp overflow to inf: the result is still x or -0.0.
-    with np.errstate(over="ignore", invalid="ignore"):
-        for start in range(0, flat.size, _GELU_BLOCK):
-            xb, ob = flat[start : start + _GELU_BLOCK], out[start : start + _GELU_BLOCK]
+    with np.errstate(over="ignore", invalid="ignore"):  # per thread
+        for start in starts:
+            xb, ob = x[start : start + _GELU_BLOCK], out[start : start + _GELU_BLOCK]
             s = np.multiply(xb, xb, out=squares[: xb.size])
             np.multiply(s, q[-1], out=ob)
             for c in q[-2:0:-1]:  # Horner's rule, down to the constant term
@@ -261,4 +287,9 @@ def _gelu_float32(x: NDArray[np.float32]) -> NDArray[np.float32]:
             np.exp(ob, out=ob)
             ob += 1
             np.divide(xb, ob, out=ob)
-    return out.reshape(x.shape)
+
+
+@cache
+def _gelu_pool() -> ThreadPoolExecutor:
+    """Threads for the other cores, started once and kept (idle, they cost nothing)."""
+    return ThreadPoolExecutor(max(_workers() - 1, 1), thread_name_prefix="opbyop-gelu")

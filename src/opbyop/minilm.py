@@ -54,6 +54,32 @@ import safetensors.numpy
 
 from opbyop.tokenizer import WordPiece
 
+__all__ = [
+    "Attention",
+    "Embeddings",
+    "FeedForward",
+    "Layer",
+    "LayerTrace",
+    "Linear",
+    "MiniLM",
+    "Norm",
+    "Trace",
+    "add_and_norm",
+    "attention_half",
+    "attention_weights",
+    "encoder",
+    "encoder_layer",
+    "feed_forward",
+    "feed_forward_half",
+    "input_vectors",
+    "l2_normalize",
+    "load",
+    "mean_pool",
+    "pad",
+    "self_attention",
+    "sentence_embeddings",
+]
+
 # isort: split
 # --8<-- [start:setup]
 from typing import Any, NamedTuple
@@ -73,7 +99,7 @@ FEED_FORWARD_SIZE = 1536  # the feed-forward network's width
 N_LAYERS = 6
 VOCAB_SIZE = 30522  # word pieces
 MAX_POSITIONS = 512  # position vectors
-MAX_TOKENS = 256  # sentence-transformers truncates here, [CLS] and [SEP] in
+MAX_TOKENS = 256  # sentence-transformers cuts texts here, [CLS] [SEP] in
 LAYER_NORM_EPS = 1e-12  # BERT's; PyTorch's default 1e-5 moves the output
 # --8<-- [end:setup]
 
@@ -131,6 +157,54 @@ class Layer(NamedTuple):
 # --8<-- [end:weights]
 
 
+# ------------------------------------------------------------ checks
+# --8<-- [start:checks]
+def _checked_ids(token_ids: object, embeddings: Embeddings) -> Array:
+    """`token_ids` as an integer array of rows of word ids that fit."""
+    try:
+        ids = np.asarray(token_ids)
+    except ValueError:  # NumPy refuses ragged rows
+        raise ValueError(
+            "token_ids has rows of different lengths: pad them first "
+            "(opbyop.minilm.pad gives the ids and the mask)"
+        ) from None
+    if ids.dtype.kind not in "iu" or ids.ndim < 1:
+        raise TypeError(
+            "token_ids must be integers, one row of word-piece ids per "
+            f"sentence: got dtype {ids.dtype}, shape {ids.shape}"
+        )
+    n, vocab = ids.shape[-1], embeddings.word.shape[0]
+    if not 0 < n <= embeddings.position.shape[0]:
+        raise ValueError(
+            f"token_ids needs 1 to {embeddings.position.shape[0]} tokens "
+            f"per sentence (one position vector each), got shape {ids.shape}"
+        )
+    if ids.min() < 0 or ids.max() >= vocab:
+        raise ValueError(
+            f"token_ids must be between 0 and {vocab - 1}, "
+            f"got {ids.min()} to {ids.max()}"
+        )
+    return ids
+
+
+def _check_mask(mask: object, shape: tuple[int, ...]) -> None:
+    """`mask` is None or True/False for each token id."""
+    if mask is None:
+        return
+    if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
+        raise TypeError(
+            "mask must be None or a boolean array (True for real tokens), "
+            f"got {type(mask).__name__} {getattr(mask, 'dtype', '')}"
+        )
+    if mask.shape != shape:
+        raise ValueError(
+            f"mask needs the shape of token_ids {shape}, got {mask.shape}"
+        )
+
+
+# --8<-- [end:checks]
+
+
 # ------------------------------------------------------------ the forward pass
 # --8<-- [start:forward]
 # --8<-- [start:input_vectors]
@@ -154,10 +228,8 @@ def self_attention(
     x: Array, mask: Array | None, attention: Attention
 ) -> Array:  # [..., n, 384], [..., n] -> [..., n, 384]
     """Every token mixes in the real tokens it attends to, 12 heads at once."""
-    if (
-        mask is not None
-    ):  # True for real tokens: [..., 1 head, 1 query, n keys]
-        mask = mask[..., np.newaxis, np.newaxis, :]
+    if mask is not None:  # True for real tokens, the same for every query
+        mask = mask[..., np.newaxis, np.newaxis, :]  # [..., 1, 1, n]
     q, k, v, out = attention
     return multi_head_attention(
         x, *q, *k, *v, *out, n_heads=N_HEADS, mask=mask
@@ -414,7 +486,7 @@ class MiniLM:
         ...     "Owls hunt mostly at night.",
         ... ])
         >>> print(f"{a @ b:.2f} {a @ c:.2f}")  # cosine similarities
-        0.49 0.04
+        0.53 -0.06
         """
         if isinstance(sentences, str):
             return self.encode([sentences], batch_size)[0]
@@ -460,9 +532,9 @@ class MiniLM:
         --------
         >>> from opbyop import minilm
         >>> trace = minilm.load().trace("we fished from the river bank")
-        >>> trace.tokens[5], trace.layers[0].attention_weights.shape
+        >>> trace.tokens[6], trace.layers[0].attention_weights.shape
         ('bank', (12, 8, 8))
-        >>> row = trace.layers[0].attention_weights[3, 5]  # head 3, "bank"
+        >>> row = trace.layers[0].attention_weights[3, 6]  # head 3, "bank"
         >>> print(f"{row.sum():.3f}")  # adds up to 1
         1.000
         """
@@ -511,43 +583,6 @@ def pad(
     token_ids = np.zeros((len(ids), n), dtype=np.intp)
     token_ids[mask] = [token for sentence in ids for token in sentence]
     return token_ids, None if mask.all() else mask
-
-
-def _checked_ids(token_ids: object, embeddings: Embeddings) -> Array:
-    """`token_ids` as an integer array of rows of word ids that fit."""
-    ids = np.asarray(token_ids)
-    if ids.dtype.kind not in "iu" or ids.ndim < 1:
-        raise TypeError(
-            "token_ids must be integers, one row of word-piece ids per "
-            f"sentence: got dtype {ids.dtype}, shape {ids.shape}"
-        )
-    n, vocab = ids.shape[-1], embeddings.word.shape[0]
-    if not 0 < n <= embeddings.position.shape[0]:
-        raise ValueError(
-            f"token_ids needs 1 to {embeddings.position.shape[0]} tokens "
-            f"per sentence (one position vector each), got shape {ids.shape}"
-        )
-    if ids.min() < 0 or ids.max() >= vocab:
-        raise ValueError(
-            f"token_ids must be between 0 and {vocab - 1}, "
-            f"got {ids.min()} to {ids.max()}"
-        )
-    return ids
-
-
-def _check_mask(mask: object, shape: tuple[int, ...]) -> None:
-    """`mask` is None or True/False for each token id."""
-    if mask is None:
-        return
-    if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
-        raise TypeError(
-            "mask must be None or a boolean array (True for real tokens), "
-            f"got {type(mask).__name__} {getattr(mask, 'dtype', '')}"
-        )
-    if mask.shape != shape:
-        raise ValueError(
-            f"mask needs the shape of token_ids {shape}, got {mask.shape}"
-        )
 
 
 def _check_text(text: object, name: str) -> str:

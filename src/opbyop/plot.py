@@ -16,8 +16,9 @@ import base64
 import html
 import io
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -26,7 +27,7 @@ try:
     import matplotlib as mpl
     from matplotlib.colors import ListedColormap, to_rgba
     from matplotlib.figure import Figure
-    from matplotlib.patches import Patch
+    from matplotlib.patches import Circle, FancyBboxPatch, Patch
 except ImportError as error:  # pragma: no cover - depends on the installation
     raise ImportError('opbyop.plot needs matplotlib: pip install "opbyop[plot]"') from error
 
@@ -34,8 +35,11 @@ __all__ = [
     "Picture",
     "attention_heads",
     "attention_heatmap",
+    "block_diagram",
+    "line_chart",
     "mask_grid",
     "picture",
+    "similarity_heatmap",
     "svg",
 ]
 
@@ -43,6 +47,12 @@ __all__ = [
 COLOURMAP = "viridis"
 # A mask's two colours: the two ends of COLOURMAP, light where a query may look.
 KEPT_COLOUR, HIDDEN_COLOUR = "#fde725", "#440154"
+# Light fills for a diagram's boxes, one per kind of step: black text reads on each.
+BOX_COLOURS = ("#c6dbef", "#fdd0a2", "#c7e9c0", "#dadaeb", "#f0f0f0")
+# Lines of a chart: the Okabe-Ito colours, told apart by colour-blind readers,
+# and a dash pattern each, told apart in black and white.
+LINE_COLOURS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7")
+LINE_STYLES = ("-", "--", ":", "-.")
 # Style keys fixed for every picture, so an SVG is the same on every machine
 # and every run: text stays text (small, searchable), no date, fixed ids.
 _STYLE = {
@@ -260,6 +270,87 @@ def attention_heads(
     return figure
 
 
+def similarity_heatmap(
+    values: ArrayLike,
+    *,
+    title: str = "",
+    value_range: tuple[float, float] | None = (-1.0, 1.0),
+    value_label: str = "cosine similarity",
+    axis_label: str = "position",
+    tick_step: int = 16,
+) -> Figure:  # [n, n] -> a figure
+    """Draw a large square matrix as coloured cells, with no value written in.
+
+    For a matrix too large to write every value in, such as the cosine
+    similarity of 128 position vectors with each other: row ``i`` and column
+    ``i`` are the same item, numbered from 0, with a tick every `tick_step`.
+
+    Parameters
+    ----------
+    values : array_like
+        A 2-D square matrix.
+    title : str
+        The title above the grid.
+    value_range : (float, float) or None
+        The values the colours span: ``(-1, 1)``, the default, is every value
+        a cosine similarity can take; ``None`` spans the matrix's own smallest
+        to largest.
+    value_label : str
+        What the colour bar measures.
+    axis_label : str
+        What the rows and the columns count.
+    tick_step : int
+        A numbered tick every `tick_step` rows and columns, from 0.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure, not attached to pyplot: pass it to `svg` or `picture`.
+
+    Raises
+    ------
+    ValueError
+        If `values` is not a square 2-D matrix, or `tick_step` is not a
+        positive integer.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop.plot import similarity_heatmap, svg
+    >>> figure = similarity_heatmap(np.eye(40), tick_step=10)
+    >>> [t.get_text() for t in figure.axes[0].get_xticklabels()]
+    ['0', '10', '20', '30']
+    >>> svg(figure, "The identity: 1 on the diagonal.").startswith("<svg")
+    True
+    """
+    matrix = np.asarray(values, dtype=np.float64)
+    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
+        raise ValueError(
+            f"similarity_heatmap: values must be a square 2-D matrix, got shape {matrix.shape}"
+        )
+    if isinstance(tick_step, bool) or not isinstance(tick_step, int) or tick_step < 1:
+        raise ValueError(
+            f"similarity_heatmap: tick_step must be a positive integer, got {tick_step!r}"
+        )
+    low, high = (
+        value_range if value_range is not None else (float(matrix.min()), float(matrix.max()))
+    )
+    ticks = range(0, len(matrix), tick_step)
+    with mpl.rc_context(_STYLE):
+        figure = Figure(figsize=(7.3, 6.0), facecolor="white")
+        axes = figure.add_subplot()
+        image = axes.imshow(matrix, cmap=COLOURMAP, vmin=low, vmax=high, interpolation="nearest")
+        axes.set_xticks(ticks, [str(t) for t in ticks])
+        axes.set_yticks(ticks, [str(t) for t in ticks])
+        axes.set_xlabel(axis_label)
+        axes.set_ylabel(axis_label)
+        if title:
+            axes.set_title(title)
+        figure.colorbar(image, ax=axes, label=value_label)
+        figure.set_layout_engine("tight")
+    return figure
+
+
 _SVG_START = re.compile(r"<svg\b[^>]*>")
 
 
@@ -364,6 +455,219 @@ def mask_grid(
             Patch(facecolor=HIDDEN_COLOUR, edgecolor="black", label=hidden),
         ]
         figure.legend(handles=legend, loc="outside right upper", frameon=False)
+    return figure
+
+
+def block_diagram(
+    columns: Mapping[str, Sequence[Sequence[str]]],
+    *,
+    title: str = "",
+    input_label: str = "input",
+    output_label: str = "output",
+    add: str = "+",
+) -> Figure:
+    """Draw blocks as flow charts, one column each, with their shortcuts.
+
+    A block is a list of halves, read from the input down to the output. A
+    half is a list of steps: one of them is `add`, an addition drawn as a
+    circle, and the half's shortcut (its residual connection) runs from the
+    half's input around its other steps into that circle. Every other step is
+    a box; boxes with the same label share a colour in every column.
+
+    Parameters
+    ----------
+    columns : mapping of str to sequence of sequence of str
+        Each block's title and its halves, for example
+        ``{"post-norm": [["attention", "+", "layer norm"], ...]}``.
+    title : str
+        The title above the columns.
+    input_label, output_label : str
+        The text above the first step and below the last one.
+    add : str
+        The step that is the addition, once in each half.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure, not attached to pyplot: pass it to `svg` or `picture`.
+
+    Raises
+    ------
+    ValueError
+        If there is no block, a block has no half, or a half does not hold
+        exactly one `add`.
+
+    Examples
+    --------
+    >>> from opbyop.plot import block_diagram, svg
+    >>> figure = block_diagram({"a block": [["attention", "+"]]})
+    >>> svg(figure, "Attention, then the addition.").startswith("<svg")
+    True
+    """
+    if not columns:
+        raise ValueError("block_diagram: columns needs at least one block, got none")
+    for name, halves in columns.items():
+        if not halves:
+            raise ValueError(f"block_diagram: block {name!r} has no half")
+        for i, half in enumerate(halves):
+            if list(half).count(add) != 1:
+                raise ValueError(
+                    f"block_diagram: half {i} of block {name!r} must hold {add!r} once, "
+                    f"got {list(half)}"
+                )
+    kinds = [s for halves in columns.values() for half in halves for s in half if s != add]
+    colour = {
+        kind: BOX_COLOURS[i % len(BOX_COLOURS)] for i, kind in enumerate(dict.fromkeys(kinds))
+    }
+    tallest = max(sum(len(half) for half in halves) for halves in columns.values())
+    # One unit of the axes is one step down, drawn to the same scale both ways.
+    # In steps: a column each, and room on the right for the last "shortcut" label.
+    width, top, bottom = _COLUMN * len(columns) + 0.5, 1.5, -tallest - 1.5
+    with mpl.rc_context(_STYLE):
+        inches, title_height = 0.62, (0.45 if title else 0.0)  # per step; for the title
+        drawing_height = inches * (top - bottom)
+        figure = Figure(figsize=(inches * width, drawing_height + title_height), facecolor="white")
+        # The axes fill the figure below the title, at the scale of the data:
+        # one step is `inches` both ways, so nothing is stretched or left blank.
+        axes = figure.add_axes((0.0, 0.0, 1.0, drawing_height / (drawing_height + title_height)))
+        axes.set_axis_off()
+        axes.set_xlim(-_COLUMN / 2, width - _COLUMN / 2)  # column c centred on _COLUMN * c
+        axes.set_ylim(bottom, top)
+        for c, (name, halves) in enumerate(columns.items()):
+            _draw_block(axes, _COLUMN * c, name, halves, colour, input_label, output_label, add)
+        if title:
+            figure.suptitle(title, fontsize=12, y=1 - 0.1 / (drawing_height + title_height))
+    return figure
+
+
+# block_diagram's sizes, in steps: a column's width, a box's, a box's height,
+# the circle of an addition, how far right of the centre a shortcut runs.
+_COLUMN, _BOX_WIDTH, _BOX_HEIGHT, _RADIUS, _DETOUR = 5.0, 2.8, 0.56, 0.22, 2.0
+
+
+def _arrow(axes: Any, start: tuple[float, float], end: tuple[float, float]) -> None:
+    axes.annotate(
+        "", xy=end, xytext=start, arrowprops={"arrowstyle": "-|>", "color": "black", "lw": 1.2}
+    )
+
+
+def _draw_block(
+    axes: Any,
+    x: float,
+    name: str,
+    halves: Sequence[Sequence[str]],
+    colour: Mapping[str, str],
+    input_label: str,
+    output_label: str,
+    add: str,
+) -> None:
+    """One column of `block_diagram`: steps at y = -1, -2, ..., centred on x."""
+    axes.text(x, 1.0, name, ha="center", va="center", fontsize=11, fontweight="bold")
+    axes.text(x, 0.0, input_label, ha="center", va="center")
+    bottom, y = -0.2, 0.0  # where the item above ends; the current step's centre
+    for half in halves:
+        branch: float | None = None
+        for step in half:
+            y -= 1
+            top = y + (_RADIUS if step == add else _BOX_HEIGHT / 2)
+            if branch is None:  # the shortcut leaves from this half's input
+                branch = (bottom + top) / 2
+                axes.plot([x], [branch], "o", color="black", markersize=4)
+            _arrow(axes, (x, bottom), (x, top))
+            if step == add:
+                axes.add_patch(Circle((x, y), _RADIUS, facecolor="white", edgecolor="black"))
+                axes.text(x, y, "+", ha="center", va="center", fontsize=13)
+                right = x + _DETOUR
+                axes.plot([x, right, right], [branch, branch, y], color="black", lw=1.2)
+                _arrow(axes, (right, y), (x + _RADIUS, y))
+                axes.text(
+                    right + 0.12, (branch + y) / 2, "shortcut",
+                    rotation=90, ha="left", va="center", fontsize=8,
+                )  # fmt: skip
+                bottom = y - _RADIUS
+            else:
+                box = FancyBboxPatch(
+                    (x - _BOX_WIDTH / 2, y - _BOX_HEIGHT / 2),
+                    _BOX_WIDTH,
+                    _BOX_HEIGHT,
+                    boxstyle="round,pad=0,rounding_size=0.12",
+                    facecolor=colour[step],
+                    edgecolor="black",
+                )
+                axes.add_patch(box)
+                axes.text(x, y, step, ha="center", va="center")
+                bottom = y - _BOX_HEIGHT / 2
+    _arrow(axes, (x, bottom), (x, y - 0.8))
+    axes.text(x, y - 1.0, output_label, ha="center", va="center")
+
+
+def line_chart(
+    x: ArrayLike,
+    lines: Mapping[str, ArrayLike],
+    *,
+    title: str = "",
+    x_label: str = "x",
+    y_label: str = "",
+) -> Figure:  # [n], {name: [n]} -> a figure
+    """Draw a few curves over the same x, each with its own colour and dashes.
+
+    Parameters
+    ----------
+    x : array_like, shape (n,)
+        The points along the horizontal axis.
+    lines : mapping of str to array_like, shape (n,)
+        Each curve's name (shown in the legend) and its values at `x`; up to
+        four curves.
+    title, x_label, y_label : str
+        The title and the axis labels.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure, not attached to pyplot: pass it to `svg` or `picture`.
+
+    Raises
+    ------
+    ValueError
+        If `x` is not 1-D, there are no curves or more than four, or a curve
+        does not have one value per point of `x`.
+
+    Examples
+    --------
+    >>> from opbyop.plot import line_chart, svg
+    >>> figure = line_chart([0, 1, 2], {"double": [0, 2, 4]}, y_label="y")
+    >>> svg(figure, "A straight line through 0.").startswith("<svg")
+    True
+    """
+    points = np.asarray(x, dtype=np.float64)
+    if points.ndim != 1:
+        raise ValueError(f"line_chart: x must be 1-D, got shape {points.shape}")
+    if not 1 <= len(lines) <= len(LINE_STYLES):
+        raise ValueError(
+            f"line_chart: lines needs 1 to {len(LINE_STYLES)} curves, got {len(lines)}"
+        )
+    curves = {name: np.asarray(values, dtype=np.float64) for name, values in lines.items()}
+    for name, values in curves.items():
+        if values.shape != points.shape:
+            raise ValueError(
+                f"line_chart: curve {name!r} has shape {values.shape}, "
+                f"x has shape {points.shape}: one value per point"
+            )
+    with mpl.rc_context(_STYLE):
+        figure = Figure(figsize=(6.0, 4.0), facecolor="white", layout="constrained")
+        axes = figure.add_subplot()
+        axes.axhline(0.0, color="0.75", lw=0.8)
+        axes.axvline(0.0, color="0.75", lw=0.8)
+        for (name, values), colour, style in zip(
+            curves.items(), LINE_COLOURS, LINE_STYLES, strict=False
+        ):  # at most as many curves as styles, checked above
+            axes.plot(points, values, label=name, color=colour, linestyle=style, lw=2.0)
+        axes.grid(True, color="0.9")
+        axes.set_xlabel(x_label)
+        axes.set_ylabel(y_label)
+        if title:
+            axes.set_title(title)
+        axes.legend(frameon=False)
     return figure
 
 

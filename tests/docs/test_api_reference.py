@@ -9,6 +9,7 @@ import pytest
 from site_build import ROOT
 
 import opbyop
+import opbyop.minilm
 import opbyop.scratch
 
 PAGE = ROOT / "docs" / "reference.md"
@@ -29,15 +30,18 @@ def documented_members() -> dict[str, list[str]]:
     return blocks
 
 
+PACKAGES = {p.__name__: p for p in (opbyop, opbyop.scratch, opbyop.minilm)}
+
+
 def exported() -> list[str]:
-    """``package.name`` for every name in ``__all__`` of opbyop and opbyop.scratch."""
-    return [f"{p.__name__}.{name}" for p in (opbyop, opbyop.scratch) for name in p.__all__]
+    """``package.name`` for every name in ``__all__`` of opbyop, its scratch and its model."""
+    return [f"{p.__name__}.{name}" for p in PACKAGES.values() for name in p.__all__]
 
 
 def homes(qualified: str) -> set[str]:
     """Where `qualified` may be documented: its package, or the module defining it."""
     package, name = qualified.rsplit(".", 1)
-    obj = getattr(opbyop.scratch if package == "opbyop.scratch" else opbyop, name)
+    obj = getattr(PACKAGES[package], name)
     return {package, getattr(obj, "__module__", package)}  # e.g. opbyop.words
 
 

@@ -94,6 +94,31 @@ def test_the_heads_figure_draws_the_real_models_layer_0() -> None:
     assert claim in page
 
 
+@pytest.mark.parametrize("name", ["06-block.svg", "06-gelu.svg"])
+def test_episode_6_shows_each_figure_with_the_figures_own_description(name: str) -> None:
+    title = ET.fromstring(figures_hook.FIGURES[f"figures/{name}"]())[0].text or ""
+    page = (ROOT / "docs" / "episodes" / "06-the-transformer-block.md").read_text(encoding="utf-8")
+    assert f"![{title}](../figures/{name})" in page
+
+
+def test_the_block_figure_draws_both_orders_as_the_page_names_them() -> None:
+    post, pre = figures_hook.EPISODE_6_BLOCKS.values()
+    assert post == [["attention", "+", "layer norm"], ["feed-forward", "+", "layer norm"]]
+    assert pre == [["layer norm", "attention", "+"], ["layer norm", "feed-forward", "+"]]
+    title = ET.fromstring(figures_hook.FIGURES["figures/06-block.svg"]())[0].text or ""
+    assert "Left, norm after the add (BERT, all-MiniLM-L6-v2)" in title
+    assert "Right, norm before (GPT-2, most newer models)" in title
+
+
+def test_the_positions_figure_matches_the_page() -> None:
+    title = ET.fromstring(figures_hook.FIGURES["figures/05-positions.svg"]())[0].text or ""
+    assert "neighbouring positions average 0.87" in title
+    assert "only 0.11 to 0.31" in title
+    page = (ROOT / "docs" / "episodes" / "05-words-to-tokens.md").read_text(encoding="utf-8")
+    assert "is 0.87 on average" in page
+    assert "(cosine 0.11 to 0.31)" in page
+
+
 def test_the_search_figure_matches_the_page() -> None:
     title = ET.fromstring(figures_hook.FIGURES["figures/07-search.svg"]())[0].text or ""
     for row in [

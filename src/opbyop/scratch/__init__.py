@@ -11,12 +11,15 @@ One module per episode, each importing nothing but the standard library
 - `opbyop.scratch.heads`: episode 3, multi-head attention.
 - `opbyop.scratch.masks`: episode 4, masks: which keys each query may look
   at.
+- `opbyop.scratch.embeddings`: episode 5, the input vectors: a token's word
+  row plus its position's row.
 - `opbyop.scratch.block`: episode 6, layer norm and GELU.
 
 Every function is also importable from ``opbyop.scratch`` itself.
 """
 
 from opbyop.scratch.block import Vector, gelu, layer_norm
+from opbyop.scratch.embeddings import embed
 from opbyop.scratch.four_ops import (
     Matrix,
     attention,
@@ -44,6 +47,7 @@ __all__ = [
     "Vector",
     "attention",
     "causal_mask",
+    "embed",
     "gelu",
     "layer_norm",
     "linear",

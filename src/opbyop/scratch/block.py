@@ -27,12 +27,17 @@ def _check_layer_norm(
     """x is a matrix; weight and bias have one number per column of x."""
     _check_matrix(x, "x")
     for name, vector in (("weight", weight), ("bias", bias)):
-        _check_matrix([vector], name)
+        if not isinstance(vector, (list, tuple)):
+            got = type(vector).__name__
+            raise TypeError(f"{name} must be a list of numbers, got {got}")
         if len(vector) != len(x[0]):
             raise ValueError(
                 f"{name} needs {len(x[0])} numbers, one per column of x: "
                 f"got {len(vector)}"
             )
+        for j, v in enumerate(vector):
+            if not isinstance(v, (int, float)):
+                raise TypeError(f"{name}[{j}] must be a number, got {v!r}")
     if isinstance(eps, bool) or not isinstance(eps, (int, float)):
         raise TypeError(f"eps must be a number, got {eps!r}")
     if not 0 <= eps < math.inf:  # also rejects nan
