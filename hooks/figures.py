@@ -371,3 +371,72 @@ def episode_5_positions() -> str:
         "cell wide, has no stripes: its cosine "
         f"with the others is only {zero.min():.2f} to {zero.max():.2f}.",
     )
+
+
+# ---------------------------------------------------------------- episode 7
+
+# The search figure: each query of the corpus (tests/data/minilm_sentences.json)
+# against the sentence a person would pick for it, and the sentences the model
+# put first instead or that share a word with the query. Short labels for the
+# columns, full sentences here.
+EPISODE_7_QUERIES = [
+    "How do I reset my password?",
+    "Is it going to rain tomorrow?",
+    "cheap tickets for a trip to Paris",
+    "a pet that purrs",
+    "Where can I borrow money?",
+    "healthy habits for a long life",
+]
+EPISODE_7_SENTENCES = {
+    "login details": "Forgotten login details can be recovered from the account settings page.",
+    "showers forecast": "The forecast says showers are expected later this week.",
+    "tennis, rain": "The tennis final was postponed because of rain.",
+    "budget airlines": "Budget airlines offer low fares to France in the spring.",
+    "cats": "Cats make wonderful companions for people who live alone.",
+    "puppy": "The puppy chewed through the garden hose.",
+    "loan": "She took out a loan to buy her first house.",
+    "savings account": "You can open a savings account online in a few minutes.",
+    "exercise": "Regular exercise lowers the risk of heart disease.",
+}
+EPISODE_7_RANGE = (-0.2, 0.6)  # the colours' span: every cosine drawn fits
+
+
+def episode_7_search_grid() -> Any:
+    """Cosine of each query with each sentence: [6 queries, 9 sentences]."""
+    from opbyop import minilm
+
+    model = minilm.load()
+    queries = model.encode(EPISODE_7_QUERIES)
+    sentences = model.encode(list(EPISODE_7_SENTENCES.values()))
+    return queries @ sentences.T
+
+
+@figure("figures/07-search.svg")
+def episode_7_search() -> str:
+    from opbyop.plot import attention_heatmap, svg
+
+    grid = episode_7_search_grid()
+    labels = list(EPISODE_7_SENTENCES)
+    drawing = attention_heatmap(
+        grid,
+        EPISODE_7_QUERIES,
+        labels,
+        title="Search: cosine of each query with sentences of the corpus",
+        value_range=EPISODE_7_RANGE,
+        value_label="cosine similarity",
+        row_axis="query",
+        column_axis="sentence of the corpus",
+    )
+    rows = []
+    for query, row in zip(EPISODE_7_QUERIES, grid, strict=True):
+        first, second = (int(j) for j in row.argsort()[::-1][:2])
+        rows.append(
+            f"{query!r}: brightest on {labels[first]} ({row[first]:.2f}), "
+            f"then {labels[second]} ({row[second]:.2f})."
+        )
+    return svg(
+        drawing,
+        f"A grid of cosine similarities, {len(EPISODE_7_QUERIES)} queries by "
+        f"{len(labels)} sentences of the corpus, colours from "
+        f"{EPISODE_7_RANGE[0]} to {EPISODE_7_RANGE[1]}. " + " ".join(rows),
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import xml.etree.ElementTree as ET
 
@@ -116,3 +117,29 @@ def test_the_positions_figure_matches_the_page() -> None:
     page = (ROOT / "docs" / "episodes" / "05-words-to-tokens.md").read_text(encoding="utf-8")
     assert "is 0.87 on average" in page
     assert "(cosine 0.11 to 0.31)" in page
+
+
+def test_the_search_figure_matches_the_page() -> None:
+    title = ET.fromstring(figures_hook.FIGURES["figures/07-search.svg"]())[0].text or ""
+    for row in [
+        "'How do I reset my password?': brightest on login details (0.54)",
+        "'Is it going to rain tomorrow?': brightest on showers forecast (0.55)",
+        "'cheap tickets for a trip to Paris': brightest on budget airlines (0.54)",
+        "'a pet that purrs': brightest on puppy (0.38), then cats (0.34)",
+        "'Where can I borrow money?': brightest on savings account (0.33), then loan (0.30)",
+        "'healthy habits for a long life': brightest on exercise (0.41)",
+    ]:
+        assert row in title
+    page = (ROOT / "docs" / "episodes" / "07-the-whole-model.md").read_text(encoding="utf-8")
+    assert "0.54, 0.55 and 0.54" in page
+    assert "puppy sentence, 0.38, with cats at 0.34" in page
+    assert "savings account, 0.33, with the loan at 0.30" in page
+    assert "exercise, 0.41" in page
+
+
+def test_the_search_figure_draws_sentences_the_reference_holds() -> None:
+    # The page's proof compares every sentence of the reference file with
+    # sentence-transformers; the figure must draw only sentences it covers.
+    groups = json.loads((ROOT / "tests" / "data" / "minilm_sentences.json").read_text("utf-8"))
+    assert groups["queries"] == figures_hook.EPISODE_7_QUERIES
+    assert set(figures_hook.EPISODE_7_SENTENCES.values()) <= set(groups["corpus"])
