@@ -455,7 +455,10 @@ class MiniLM:
         Sentences are tokenized (truncated at 256 tokens), sorted by length,
         and run in batches: each batch padded on the right with ``[PAD]`` to
         its longest sentence, with a mask so that no real token attends to the
-        padding and the mean leaves it out.
+        padding and the mean leaves it out. A batch's sentences are shared
+        between the CPU cores, each running the whole model on its share
+        with BLAS held to one thread for the call (process-wide, as BLAS has
+        no other way).
 
         Parameters
         ----------
