@@ -50,6 +50,18 @@ def test_linear_on_a_batch_is_the_product_of_each_row() -> None:
     assert linear(np.zeros((2, 0)), np.zeros((3, 0))).tolist() == [[0.0] * 3] * 2
 
 
+@pytest.mark.parametrize("rows", [1, 2, 12, 32, 33, 100])
+def test_linear_gives_the_same_products_for_any_number_of_rows(rows: int) -> None:
+    # A few rows take another route through BLAS (the weight on the left).
+    x = rng.standard_normal((rows, 384)).astype(np.float32)
+    weight, bias = rng.standard_normal((96, 384)).astype(np.float32), np.ones(96, np.float32)
+    out = linear(x, weight, bias)
+    assert out.flags.c_contiguous
+    assert out.dtype == np.float32
+    want = x.astype(float) @ weight.T.astype(float) + 1
+    assert_allclose(out, want, rtol=1e-5, atol=1e-4)
+
+
 def test_linear_keeps_float32_and_promotes_integers() -> None:
     x = rng.standard_normal((3, 4)).astype(np.float32)
     w = rng.standard_normal((2, 4)).astype(np.float32)
@@ -174,10 +186,10 @@ def test_gelu_keeps_shape_and_follows_pytorch_dtypes() -> None:
     assert gelu(np.float32(1.0)).shape == ()
 
 
-def test_gelu_blocks_and_threads_give_the_same_numbers_as_one_pass() -> None:
+def test_gelu_blocks_give_the_same_numbers_as_one_pass() -> None:
     x = rng.standard_normal(2**17 + 5).astype(np.float32) * 3  # two blocks and a bit
     assert_array_equal(gelu(x)[-10:], gelu(x[-10:]))
-    big = rng.standard_normal((3, 2**18 + 7)).astype(np.float32) * 3  # on every core
+    big = rng.standard_normal((3, 2**18 + 7)).astype(np.float32) * 3
     pieces = [gelu(big[i, j : j + 2**15]) for i in range(3) for j in range(0, big.shape[1], 2**15)]
     assert_array_equal(gelu(big).ravel(), np.concatenate(pieces))
     assert_array_equal(gelu(big.T), gelu(big).T)  # not contiguous

@@ -45,6 +45,7 @@ import importlib.util
 import json
 import math
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
@@ -52,6 +53,7 @@ from typing import Protocol
 
 import safetensors.numpy
 
+from opbyop.ops import _blas_threads, _workers
 from opbyop.tokenizer import WordPiece
 
 __all__ = [
@@ -453,7 +455,10 @@ class MiniLM:
         Sentences are tokenized (truncated at 256 tokens), sorted by length,
         and run in batches: each batch padded on the right with ``[PAD]`` to
         its longest sentence, with a mask so that no real token attends to the
-        padding and the mean leaves it out.
+        padding and the mean leaves it out. A batch's sentences are shared
+        between the CPU cores, each running the whole model on its share
+        with BLAS held to one thread for the call (process-wide, as BLAS has
+        no other way).
 
         Parameters
         ----------
@@ -500,16 +505,40 @@ class MiniLM:
                 f"batch_size must be a positive integer, got {batch_size!r}"
             )
         ids = [self.tokenizer.token_ids(text) for text in texts]
-        order = sorted(
-            range(len(ids)), key=lambda i: -len(ids[i])
-        )  # little padding
+        # Longest first: sentences of similar lengths share a batch, and
+        # need little padding.
+        order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
         out = np.empty((len(ids), HIDDEN_SIZE), dtype=np.float32)
         for start in range(0, len(order), batch_size):
             batch = order[start : start + batch_size]
-            token_ids, mask = pad([ids[i] for i in batch])
-            out[batch] = sentence_embeddings(
+            out[batch] = self._batch([ids[i] for i in batch])
+        return out
+
+    def _batch(self, ids: list[list[int]]) -> Array:  # -> [b, 384]
+        """One batch's embeddings, its sentences shared between the cores.
+
+        Each core runs the whole model on its share, with BLAS held to one
+        thread (process-wide, for the call): the layer norms, GELUs and
+        attention then run side by side too, not only the products.
+        """
+
+        def run(share: list[int]) -> Array:
+            token_ids, mask = pad([ids[i] for i in share])
+            return sentence_embeddings(
                 token_ids, mask, self.embeddings, self.layers
             )
+
+        workers = min(_workers(), len(ids))
+        if workers == 1:
+            return run(list(range(len(ids))))
+        # Every workers-th sentence: shares of similar lengths.
+        shares = [list(range(i, len(ids), workers)) for i in range(workers)]
+        out = np.empty((len(ids), HIDDEN_SIZE), dtype=np.float32)
+        with _blas_threads(1):
+            helpers = [_pool().submit(run, share) for share in shares[1:]]
+            out[shares[0]] = run(shares[0])  # this thread works too
+            for share, helper in zip(shares[1:], helpers, strict=True):
+                out[share] = helper.result()
         return out
 
     def trace(self, sentence: str) -> Trace:
@@ -557,6 +586,12 @@ class MiniLM:
             tuple(layers),
             embedding,
         )
+
+
+@cache
+def _pool() -> ThreadPoolExecutor:
+    """Threads for the other cores, started once (idle, they cost nothing)."""
+    return ThreadPoolExecutor(max(_workers() - 1, 1), "opbyop-minilm")
 
 
 def pad(
