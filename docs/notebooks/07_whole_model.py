@@ -178,8 +178,10 @@ assert [round(float(c), 2) for c in own[6]] == [0.21, 0.42, 0.27]
 #
 # The page searches 48 sentences. Most of them come in small
 # groups on one topic: five on money, five on phones and
-# computers, four on the weather, and so on; the last twelve are a
-# mix. Here are the first 36, in 8 topics. Each cell is the mean
+# computers, four on the weather, and so on. Here are eight of
+# its topics; the cell below counts their sentences. The rest are
+# on music and books, learning and science, with a few on other
+# things, as the page says. Each cell of the picture is the mean
 # cosine similarity between the sentences of two topics (on the
 # diagonal, between different sentences of the same topic).
 
@@ -243,6 +245,15 @@ TOPICS = {
         "A good night's sleep helps you remember what you learned.",
     ],
 }
+CORPUS_SIZE = 48  # the sentences of the page's corpus
+sizes = [len(sentences) for sentences in TOPICS.values()]
+assert sizes[:3] == [5, 5, 4]  # money, devices, weather
+shown = sum(sizes)
+print(
+    f"{shown} sentences in {len(TOPICS)} topics; the other "
+    f"{CORPUS_SIZE - shown} of the {CORPUS_SIZE} are not drawn here"
+)
+
 names = list(TOPICS)
 vectors = {t: model.encode(s) for t, s in TOPICS.items()}
 means = np.zeros((len(names), len(names)))
@@ -268,10 +279,11 @@ display(
             row_axis="topic",
             column_axis="topic",
         ),
-        "Grid of mean cosine similarities between the sentences of 8 "
-        "topics of the search corpus. The diagonal, sentences of the "
-        f"same topic, goes from {within.min():.2f} to "
-        f"{within.max():.2f}, and is the brightest cell of each row; "
+        "Grid of mean cosine similarities between the sentences of "
+        f"{len(names)} topics of the search corpus. The diagonal, "
+        "sentences of the same topic, goes from "
+        f"{within.min():.2f} to {within.max():.2f}, and is the "
+        "brightest cell of each row; "
         f"across topics the means go from {across.min():.2f} to "
         f"{across.max():.2f}.",
     )
