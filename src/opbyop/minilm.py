@@ -53,6 +53,8 @@ from typing import Protocol
 
 import safetensors.numpy
 
+from opbyop import ops  # attention_weights, for model.trace
+from opbyop.heads import split_heads
 from opbyop.ops import _blas_threads, _workers
 from opbyop.tokenizer import WordPiece
 
@@ -89,8 +91,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from opbyop import ops
-from opbyop.heads import multi_head_attention, split_heads
+from opbyop.heads import multi_head_attention
 from opbyop.layers import gelu, layer_norm, linear
 
 Array = NDArray[Any]
@@ -101,7 +102,7 @@ FEED_FORWARD_SIZE = 1536  # the feed-forward network's width
 N_LAYERS = 6
 VOCAB_SIZE = 30522  # word pieces
 MAX_POSITIONS = 512  # position vectors
-MAX_TOKENS = 256  # sentence-transformers cuts texts here, [CLS] [SEP] in
+MAX_TOKENS = 256  # longer texts are cut; [CLS] and [SEP] count too
 LAYER_NORM_EPS = 1e-12  # BERT's; PyTorch's default 1e-5 moves the output
 # --8<-- [end:setup]
 
@@ -316,7 +317,7 @@ def mean_pool(
     weights = mask.astype(x.dtype)  # 1 for a real token, 0 for padding
     total = (weights[..., np.newaxis, :] @ x)[..., 0, :]  # sum of real rows
     count = weights.sum(axis=-1, keepdims=True)
-    return total / np.maximum(count, 1e-9)  # no tokens: zeros, as in ST
+    return total / np.maximum(count, 1e-9)  # no tokens: zeros, as ST does
 
 
 def l2_normalize(v: Array) -> Array:  # [..., 384] -> [..., 384]
