@@ -265,6 +265,30 @@ def test_pad() -> None:
     assert ids.shape == (2, 2)
 
 
+def _padded_cost(lengths: list[int], runs: list[list[int]]) -> int:
+    """Tokens of the costliest run, padding included (lengths longest first)."""
+    return max(len(run) * lengths[run[0]] for run in runs if run)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_encode_shares_a_batch_in_runs_that_cost_least(seed: int) -> None:
+    # Against every way to cut the sentences into at most `workers` runs.
+    rng = np.random.default_rng(seed)
+    lengths = sorted(rng.integers(2, 30, size=int(rng.integers(1, 11))).tolist())[::-1]
+    workers = int(rng.integers(1, 5))
+    runs = minilm._shares(lengths, workers)
+    assert [i for run in runs for i in run] == list(range(len(lengths)))
+    assert 1 <= len(runs) <= workers
+    assert all(runs)
+    n = len(lengths)
+    best = min(
+        _padded_cost(lengths, [list(range(a, b)) for a, b in itertools.pairwise((0, *cuts, n))])
+        for k in range(min(workers, n))
+        for cuts in itertools.combinations(range(1, n), k)
+    )
+    assert _padded_cost(lengths, runs) == best
+
+
 def test_mean_pool_leaves_out_padding_and_survives_no_tokens() -> None:
     x = np.arange(12, dtype=np.float32).reshape(1, 3, 4)
     mask = np.array([[True, True, False]])

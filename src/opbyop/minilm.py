@@ -529,11 +529,9 @@ class MiniLM:
                 token_ids, mask, self.embeddings, self.layers
             )
 
-        workers = min(_workers(), len(ids))
-        if workers == 1:
-            return run(list(range(len(ids))))
-        # Every workers-th sentence: shares of similar lengths.
-        shares = [list(range(i, len(ids), workers)) for i in range(workers)]
+        shares = _shares([len(i) for i in ids], _workers())
+        if len(shares) == 1:
+            return run(shares[0])
         out = np.empty((len(ids), HIDDEN_SIZE), dtype=np.float32)
         with _blas_threads(1):
             helpers = [_pool().submit(run, share) for share in shares[1:]]
@@ -587,6 +585,34 @@ class MiniLM:
             tuple(layers),
             embedding,
         )
+
+
+def _shares(lengths: list[int], workers: int) -> list[list[int]]:
+    """Split sentences, longest first, into runs for at most `workers` cores.
+
+    A run is padded to its first (longest) sentence, so it costs about
+    ``len(run) * lengths[run[0]]`` tokens. Runs of neighbours keep that
+    padding small; the split is the one whose costliest run costs least.
+    """
+
+    def runs(cap: int) -> list[list[int]]:  # as few runs as cap allows
+        out: list[list[int]] = []
+        for i in range(len(lengths)):
+            if not out or (len(out[-1]) + 1) * lengths[out[-1][0]] > cap:
+                out.append([])
+            out[-1].append(i)
+        return out
+
+    if not lengths:
+        return [[]]
+    low, high = 1, len(lengths) * lengths[0]  # high: one run, always fits
+    while low < high:  # the smallest cap that needs at most `workers` runs
+        cap = (low + high) // 2
+        if len(runs(cap)) <= workers:
+            high = cap
+        else:
+            low = cap + 1
+    return runs(high)
 
 
 @cache
