@@ -3,11 +3,15 @@
 Usage::
 
     python benchmarks/tables.py [benchmarks/results/attention.json]
+    python benchmarks/tables.py benchmarks/results/minilm.json
     python benchmarks/tables.py RESULTS.json --page docs/performance.md
 
-The second form rewrites the tables between ``<!-- table: DTYPE KIND -->`` and
-``<!-- end table -->`` in the page. docs/performance.md checks that it holds
-exactly the tables of the committed results, so its numbers are the run's.
+The last form rewrites that run's tables in the page: those between
+``<!-- table: DTYPE KIND -->`` and ``<!-- end table -->`` for a run of
+benchmarks/attention.py, ``<!-- table: minilm KIND -->`` for one of
+benchmarks/minilm.py; the other benchmark's tables are left as they are.
+docs/performance.md checks that it holds exactly the tables of the committed
+results, so its numbers are the runs'.
 
 Every time is a variant's fastest round: a busy machine only ever adds time,
 so the fastest round is the figure it moves least. Ratios are of those times.
@@ -131,22 +135,79 @@ def _ratios(rows: list[dict[str, Any]], ratios: dict[str, tuple[str, str]]) -> s
     return "\n".join(lines)
 
 
+def minilm_table(run: dict[str, Any]) -> str:
+    """encode's fastest call, opbyop against sentence-transformers, and the targets.
+
+    "ratio" is of the two fastest calls; the target is judged, as the benchmark
+    judges it, on the median of the rounds' ratios.
+    """
+    lines = [
+        "| workload | tokens each | opbyop | sentence-transformers | ratio "
+        "| median ratio | target |",
+        "|:--|--:|--:|--:|--:|--:|:--|",
+    ]
+    for name, row in run["encode"].items():
+        cells = [_sentences(run, name), f"{run['tokens'][name]:.1f}", milliseconds(row["opbyop_s"])]
+        if "sentence_transformers_s" in row:
+            verdict = "met" if row["meets_target"] else "missed"
+            cells += [
+                milliseconds(row["sentence_transformers_s"]),
+                f"{row['ratio_fastest']:.2f}",
+                f"{row['ratio_median_of_rounds']:.2f}",
+                f"\N{LESS-THAN OR EQUAL TO} {row['target']:.2f}: {verdict}",
+            ]
+        else:  # run without sentence-transformers
+            cells += ["-"] * 4
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def minilm_breakdown_table(run: dict[str, Any]) -> str:
+    """Where encode's time goes, held to one core: milliseconds per call and share."""
+    names = list(run["breakdown"])
+    heading = "".join(f" {_sentences(run, name)}, ms | share |" for name in names)
+    lines = [f"| on one core |{heading}", "|:--|" + "--:|--:|" * len(names)]
+    parts = run["breakdown"][names[0]]["parts"]
+    for part in [*parts, "total"]:
+        cells = []
+        for name in names:
+            split = run["breakdown"][name]
+            seconds = split["total"] if part == "total" else split["parts"][part]
+            cells += [milliseconds(seconds), f"{seconds / split['total']:.0%}"]
+        lines.append(f"| {part} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _sentences(run: dict[str, Any], workload: str) -> str:
+    count = len(run["workloads"][workload])
+    return f"{count} sentence" + ("s" if count > 1 else "")
+
+
 TABLES = {
     "times": time_table,
     "ratios": ratio_table,
     "mask_times": mask_time_table,
     "mask_ratios": mask_ratio_table,
 }
+MINILM_TABLES = {"encode": minilm_table, "breakdown": minilm_breakdown_table}
 # A marked table, or an empty pair of markers (a table not yet written).
 MARKED = re.compile(r"<!-- table: (\w+) (\w+) -->\n(?:[^\n]*\n)*?<!-- end table -->")
 
 
+def is_minilm(results: dict[str, Any]) -> bool:
+    """Whether `results` is a run of benchmarks/minilm.py (else of attention.py)."""
+    return "encode" in results
+
+
 def update_page(page: Path, results: dict[str, Any]) -> None:
-    """Replace each marked table in `page` with the one from `results`."""
+    """Replace each marked table of `results`' benchmark in `page` with the run's."""
 
     def table(match: re.Match[str]) -> str:
-        dtype, kind = match.groups()
-        return f"<!-- table: {dtype} {kind} -->\n{TABLES[kind](results, dtype)}\n<!-- end table -->"
+        source, kind = match.groups()
+        if (source == "minilm") != is_minilm(results):
+            return match.group(0)  # the other benchmark's table
+        text = MINILM_TABLES[kind](results) if source == "minilm" else TABLES[kind](results, source)
+        return f"<!-- table: {source} {kind} -->\n{text}\n<!-- end table -->"
 
     page.write_text(MARKED.sub(table, page.read_text(encoding="utf-8")), encoding="utf-8")
 
@@ -159,6 +220,10 @@ def main(argv: list[str]) -> None:
     results = json.loads(args.results.read_text())
     if args.page:
         update_page(args.page, results)
+        return
+    if is_minilm(results):
+        print(f"encode, milliseconds:\n\n{minilm_table(results)}\n")
+        print(f"where the time goes:\n\n{minilm_breakdown_table(results)}")
         return
     for dtype in ("float32", "float64"):
         if any(row["dtype"] == dtype for row in results["rows"]):
