@@ -316,7 +316,7 @@ def print_report(result: dict[str, Any]) -> None:
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5, help="turns of each side (default 5)")
+    parser.add_argument("--rounds", type=int, default=9, help="turns of each side (default 9)")
     parser.add_argument("--reps-one", type=int, default=50, help="timed calls per round, one")
     parser.add_argument("--reps-batch", type=int, default=15, help="timed calls per round, 32")
     parser.add_argument("--quick", action="store_true", help="2 rounds, fewer calls")
