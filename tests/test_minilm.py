@@ -289,6 +289,10 @@ def test_encode_shares_a_batch_in_runs_that_cost_least(seed: int) -> None:
     assert _padded_cost(lengths, runs) == best
 
 
+def test_no_sentences_make_one_empty_share() -> None:
+    assert minilm._shares([], 2) == [[]]
+
+
 def test_mean_pool_leaves_out_padding_and_survives_no_tokens() -> None:
     x = np.arange(12, dtype=np.float32).reshape(1, 3, 4)
     mask = np.array([[True, True, False]])
