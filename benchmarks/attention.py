@@ -412,15 +412,19 @@ def memory_check(n: int, d: int) -> dict[str, Any]:
 # ---------------------------------------------------------------- the machine
 
 
-def machine(torch: Any) -> dict[str, Any]:
-    cpu = platform.processor()
+def cpu_name() -> str:
+    """The processor's model name from /proc/cpuinfo (Linux), else what platform knows."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+                return line.split(":", 1)[1].strip()
     except OSError:
         pass
+    return platform.processor()
+
+
+def machine(torch: Any) -> dict[str, Any]:
+    cpu = cpu_name()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {
         "cpu": cpu,

@@ -256,17 +256,10 @@ def max_difference(a: list[list[float]], b: list[list[float]]) -> float:
 def machine() -> dict[str, Any]:
     import numpy as np
     import threadpoolctl
+    from attention import cpu_name  # in the parent only: it imports opbyop
 
-    cpu = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     return {
-        "cpu": cpu,
+        "cpu": cpu_name(),
         "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "python": platform.python_version(),
         "numpy": np.__version__,

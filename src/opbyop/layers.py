@@ -150,7 +150,7 @@ def layer_norm(
     out = rows - (rows @ np.full(d, 1 / d, dtype=rows.dtype))[..., np.newaxis]
     variance = np.einsum("...i,...i->...", out, out)[..., np.newaxis] / d
     with np.errstate(divide="ignore", invalid="ignore"):  # eps = 0, constant row: nan
-        out *= 1 / np.sqrt(variance + float(eps))
+        out *= 1 / np.sqrt(variance + float(eps))  # an array: float32 stays float32
     if "weight" in params:
         out *= params["weight"]
     if "bias" in params:
