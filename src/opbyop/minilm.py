@@ -518,9 +518,11 @@ class MiniLM:
     def _batch(self, ids: list[list[int]]) -> Array:  # -> [b, 384]
         """One batch's embeddings, its sentences shared between the cores.
 
-        Each core runs the whole model on its share, with BLAS held to one
-        thread (process-wide, for the call): the layer norms, GELUs and
-        attention then run side by side too, not only the products.
+        The shares are runs of sentences of similar lengths (`_shares`), so
+        they need little padding. Each core runs the whole model on its
+        share, with BLAS held to one thread (process-wide, for the call): the
+        layer norms, GELUs and attention then run side by side too, not only
+        the products.
         """
 
         def run(share: list[int]) -> Array:
