@@ -10,6 +10,7 @@ from site_build import ROOT
 
 import opbyop
 import opbyop.minilm
+import opbyop.optim
 import opbyop.scratch
 
 PAGE = ROOT / "docs" / "reference.md"
@@ -30,7 +31,7 @@ def documented_members() -> dict[str, list[str]]:
     return blocks
 
 
-PACKAGES = {p.__name__: p for p in (opbyop, opbyop.scratch, opbyop.minilm)}
+PACKAGES = {p.__name__: p for p in (opbyop, opbyop.scratch, opbyop.minilm, opbyop.optim)}
 
 
 def exported() -> list[str]:
