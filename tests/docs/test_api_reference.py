@@ -9,6 +9,7 @@ import pytest
 from site_build import ROOT
 
 import opbyop
+import opbyop.corpus
 import opbyop.minilm
 import opbyop.optim
 import opbyop.sampling
@@ -33,12 +34,13 @@ def documented_members() -> dict[str, list[str]]:
 
 
 PACKAGES = {
-    p.__name__: p for p in (opbyop, opbyop.scratch, opbyop.minilm, opbyop.optim, opbyop.sampling)
+    p.__name__: p
+    for p in (opbyop, opbyop.scratch, opbyop.minilm, opbyop.optim, opbyop.sampling, opbyop.corpus)
 }
 
 
 def exported() -> list[str]:
-    """``package.name`` for every name in ``__all__`` of opbyop, its scratch and its model."""
+    """``package.name`` for every name in ``__all__`` of opbyop and of each module above."""
     return [f"{p.__name__}.{name}" for p in PACKAGES.values() for name in p.__all__]
 
 
