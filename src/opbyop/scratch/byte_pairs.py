@@ -7,6 +7,7 @@ library's ``re`` has no ``\\p{L}`` (letters) or ``\\p{N}`` (numbers).
 
 # --8<-- [start:setup]
 import math
+from itertools import pairwise
 
 import regex
 
@@ -46,7 +47,7 @@ def count_pairs(pieces: list[list[int]]) -> dict[Pair, int]:
     """How often each adjacent pair occurs, in order of first occurrence."""
     counts: dict[Pair, int] = {}
     for ids in pieces:
-        for pair in zip(ids, ids[1:]):
+        for pair in pairwise(ids):
             counts[pair] = counts.get(pair, 0) + 1
     return counts
 
@@ -99,7 +100,7 @@ def encode_text(text: str, merges: dict[Pair, int]) -> list[int]:
     encoded = []
     for ids in split_pieces(text):
         while len(ids) > 1:
-            pairs = zip(ids, ids[1:])
+            pairs = pairwise(ids)
             # the rank of a merge is its id: learned earlier, lower id
             best = min(pairs, key=lambda p: merges.get(p, math.inf))
             if best not in merges:
