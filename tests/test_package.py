@@ -21,7 +21,7 @@ from site_build import ROOT
 pytestmark = pytest.mark.slow
 
 NO_REGISTRY = ("No matching distribution", "Could not find a version", "Failed to establish")
-LICENCES = ["LICENSE", "NOTICE", "LICENSES/Apache-2.0.txt"]
+LICENCES = ["LICENSE", "NOTICE", "LICENSES/Apache-2.0.txt", "LICENSES/GPT-2-Modified-MIT.txt"]
 USE_IT = """
 import numpy as np
 from opbyop import attention
@@ -30,6 +30,8 @@ from opbyop.words import word_vectors
 x = word_vectors("we fished from the river bank")
 assert attention(x, x, x).shape == (6, 384)
 import opbyop.minilm  # its runtime dependency, safetensors, came with the wheel
+from opbyop import bpe  # and regex
+assert bpe.BytePairs.train("aaabdaaabac", 259).encode("aaab") == [258]
 print("ok")
 """
 
@@ -60,6 +62,7 @@ def test_the_wheel_carries_the_data_and_the_licences(dist: Path) -> None:
     assert "opbyop/data/minilm_words.npz" in names
     assert "opbyop/py.typed" in names
     assert "opbyop/scratch/four_ops.py" in names
+    assert "opbyop/scratch/byte_pairs.py" in names
     info = next(name.split("/")[0] for name in names if name.endswith(".dist-info/METADATA"))
     for licence in LICENCES:
         assert f"{info}/licenses/{licence}" in names, licence

@@ -23,8 +23,13 @@ whole text after each merge, and merges each piece afresh. This module gives
 the same ids, faster:
 
 - `BytePairs.encode` merges each distinct piece once and keeps its ids in a
-  cache: a text of a million characters has some 250,000 pieces, but only a
-  few tens of thousands distinct ones.
+  cache: a million characters of Python and prose make some 250,000 pieces,
+  but only about 11,000 distinct ones. A piece's lowest-ranked pair is found
+  in C (``min`` over ``map(ranks.get, ...)``), and `list.index` finds where
+  it occurs.
+- `split` uses `GPT2_PATTERN` as written, about 1.5 times faster than
+  `PATTERN`'s set subtraction, whenever the text holds none of
+  `NEWER_CHARACTERS` (where the two give the same pieces).
 - `BytePairs.train` counts each distinct piece once, times how often it
   occurs. It keeps the pair counts and, for each pair, the pieces that hold
   it. After a merge it updates only those pieces' pairs, instead of
@@ -75,15 +80,12 @@ __all__ = [
     "split",
 ]
 
-# GPT-2's pre-split pattern, as its encoder.py writes it.
 GPT2_PATTERN = (
     r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+"""
     r"""|\s+(?!\S)|\s+"""
 )
+"""GPT-2's pre-split pattern, as its ``encoder.py`` writes it (a str)."""
 
-# Letters and numbers of the regex package's Unicode tables (17.0) that
-# Hugging Face tokenizers' tables lack: there, they are other symbols.
-# tools/make_bpe_reference.py finds them by splitting every code point.
 NEWER_CHARACTERS = (
     r"\u0558\u058b-\u058c\u088f\u0c5c\u0cdc\u208f\u209d-\u209f"
     r"\ua7ce-\ua7cf\ua7d2\ua7d4\ua7dd\ua7e2\ua7f1\uab6c-\uab6d"
@@ -100,9 +102,14 @@ NEWER_CHARACTERS = (
     r"\U0001e6fe-\U0001e6ff\U0002b73a-\U0002b73f\U0002b81e"
     r"\U0002cea2-\U0002cead\U000323b0-\U00033479\U0003d000-\U0003fc3f"
 )
+"""Letters and numbers that Hugging Face's Unicode tables lack.
 
-# GPT-2's pattern, splitting every character as Hugging Face does: letters
-# and numbers less NEWER_CHARACTERS, and those among the other symbols.
+17,480 code points, as the ranges of a regex set: the ``regex`` package
+(Unicode 17.0) counts them as letters or numbers, Hugging Face
+``tokenizers`` as other symbols. ``tools/make_bpe_reference.py`` finds them
+by splitting every code point with both.
+"""
+
 # (?V1) lets a set subtract ("--") and hold nested sets.
 PATTERN = regex.compile(
     r"(?V1)'s|'t|'re|'ve|'m|'ll|'d"
@@ -111,6 +118,11 @@ PATTERN = regex.compile(
     rf"| ?[[^\s\p{{L}}\p{{N}}][{NEWER_CHARACTERS}]]+"
     r"|\s+(?!\S)|\s+"
 )
+"""GPT-2's pattern, splitting every character as Hugging Face does.
+
+Letters and numbers less `NEWER_CHARACTERS`, which count among the other
+symbols. `split` uses it, or `GPT2_PATTERN` where that splits the same.
+"""
 
 # The fast path: GPT-2's pattern as written is about 1.5x faster than
 # PATTERN's set subtraction, and splits every text without

@@ -9,6 +9,7 @@ import pytest
 from site_build import ROOT
 
 import opbyop
+import opbyop.bpe
 import opbyop.minilm
 import opbyop.scratch
 
@@ -30,11 +31,12 @@ def documented_members() -> dict[str, list[str]]:
     return blocks
 
 
-PACKAGES = {p.__name__: p for p in (opbyop, opbyop.scratch, opbyop.minilm)}
+# Part 2's modules are used as modules (from opbyop import bpe): each is its own package here.
+PACKAGES = {p.__name__: p for p in (opbyop, opbyop.scratch, opbyop.minilm, opbyop.bpe)}
 
 
 def exported() -> list[str]:
-    """``package.name`` for every name in ``__all__`` of opbyop, its scratch and its model."""
+    """``package.name`` for every name in ``__all__`` of opbyop, its scratch, model and modules."""
     return [f"{p.__name__}.{name}" for p in PACKAGES.values() for name in p.__all__]
 
 
