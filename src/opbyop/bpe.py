@@ -45,6 +45,16 @@ other symbols too, so it splits every character as Hugging Face does;
 `GPT2_PATTERN` is GPT-2's pattern as written. Both count ``\\x1c`` to
 ``\\x1f`` as symbols, not spaces (the standard library's ``re`` differs).
 
+Training: ``tokenizers``' ``BpeTrainer`` (with the ByteLevel pre-tokenizer
+and alphabet) merges the same pairs in the same order while one pair is the
+most frequent. A tie goes there to the pair with the smaller ids in its own
+numbering (the 256 byte characters sorted, then the merges in order), here
+to the pair that occurs first; given its rule, this trainer learns the same
+merges as it does (the tests check 344). Its ``vocab_size`` also counts
+special tokens, and there a merge that makes a token already in the
+vocabulary (the same bytes from another pair) takes no new id; here merge i
+always gets id 256 + i, and `BytePairs.save` refuses such a vocabulary.
+
 References
 ----------
 1. A. Radford et al., "Language Models are Unsupervised Multitask Learners"
