@@ -36,7 +36,7 @@ PACKAGES = {p.__name__: p for p in (opbyop, opbyop.scratch, opbyop.minilm, opbyo
 
 
 def exported() -> list[str]:
-    """``package.name`` for every name in ``__all__`` of opbyop, its scratch, model and modules."""
+    """``package.name`` for every name in ``__all__`` of opbyop, its scratch and its model."""
     return [f"{p.__name__}.{name}" for p in PACKAGES.values() for name in p.__all__]
 
 
