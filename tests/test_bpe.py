@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import regex
 from hypothesis import given, settings
@@ -71,6 +72,7 @@ def test_the_reference_holds_every_kind_of_text() -> None:
 
 def test_hello_world(gpt2: BytePairs) -> None:
     assert gpt2.encode("Hello world") == [15496, 995]
+    assert gpt2.decode(np.array([15496, 995])) == "Hello world"  # NumPy ids too
     assert gpt2.vocab_size == 50257
     assert gpt2.decode([50256]) == "<|endoftext|>"
 
