@@ -40,6 +40,8 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check --line-length 79 src/opbyop/sampling.py
 	$(BIN)/ruff check --line-length 79 src/opbyop/corpus.py
 	$(BIN)/ruff format --check --line-length 79 src/opbyop/corpus.py
+	$(BIN)/ruff check --line-length 79 src/opbyop/bpe.py
+	$(BIN)/ruff format --check --line-length 79 src/opbyop/bpe.py
 	$(BIN)/mypy
 	$(BIN)/codespell docs src README.md
 
@@ -52,6 +54,7 @@ TORCH_PYTHON ?= $(BIN)/python
 bench: $(STAMP)
 	$(BIN)/python benchmarks/attention.py
 	$(BIN)/python benchmarks/minilm.py --torch-python $(TORCH_PYTHON)
+	$(BIN)/python benchmarks/bpe.py --other-python $(TORCH_PYTHON)
 
 # Re-resolve every dependency to its newest allowed release and pin the result.
 # Resolved on the oldest supported Python, so the pins install on every

@@ -21,7 +21,13 @@ from site_build import ROOT
 pytestmark = pytest.mark.slow
 
 NO_REGISTRY = ("No matching distribution", "Could not find a version", "Failed to establish")
-LICENCES = ["LICENSE", "NOTICE", "LICENSES/Apache-2.0.txt", "LICENSES/Python-2.0.txt"]
+LICENCES = [
+    "LICENSE",
+    "NOTICE",
+    "LICENSES/Apache-2.0.txt",
+    "LICENSES/Python-2.0.txt",
+    "LICENSES/GPT-2-Modified-MIT.txt",
+]
 USE_IT = """
 import numpy as np
 from opbyop import attention
@@ -33,6 +39,8 @@ import opbyop.minilm  # its runtime dependency, safetensors, came with the wheel
 from opbyop import corpus
 train, validation = corpus.load()  # the shipped text, its SHA-256 checked
 assert "def " in train and "class " in validation
+from opbyop import bpe  # and regex
+assert bpe.BytePairs.train("aaabdaaabac", 259).encode("aaab") == [258]
 print("ok")
 """
 
@@ -65,6 +73,7 @@ def test_the_wheel_carries_the_data_and_the_licences(dist: Path) -> None:
     assert "opbyop/scratch/four_ops.py" in names
     for corpus_file in ["corpus_train.txt.xz", "corpus_validation.txt.xz", "corpus_manifest.tsv"]:
         assert f"opbyop/data/{corpus_file}" in names, corpus_file
+    assert "opbyop/scratch/byte_pairs.py" in names
     info = next(name.split("/")[0] for name in names if name.endswith(".dist-info/METADATA"))
     for licence in LICENCES:
         assert f"{info}/licenses/{licence}" in names, licence

@@ -9,6 +9,7 @@ import pytest
 from site_build import ROOT
 
 import opbyop
+import opbyop.bpe
 import opbyop.corpus
 import opbyop.minilm
 import opbyop.optim
@@ -33,9 +34,18 @@ def documented_members() -> dict[str, list[str]]:
     return blocks
 
 
+# Part 2's modules are used as modules (from opbyop import bpe): each is its own package here.
 PACKAGES = {
     p.__name__: p
-    for p in (opbyop, opbyop.scratch, opbyop.minilm, opbyop.optim, opbyop.sampling, opbyop.corpus)
+    for p in (
+        opbyop,
+        opbyop.scratch,
+        opbyop.minilm,
+        opbyop.optim,
+        opbyop.sampling,
+        opbyop.corpus,
+        opbyop.bpe,
+    )
 }
 
 
