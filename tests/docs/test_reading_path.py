@@ -18,8 +18,6 @@ OVER_THE_LIMIT: set[str] = {
     "03-many-heads-at-once",
     "04-no-peeking",
     "05-words-to-tokens",
-    "06-the-transformer-block",
-    "07-the-whole-model",
 }
 
 
