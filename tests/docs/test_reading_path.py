@@ -15,7 +15,6 @@ EPISODES = sorted(p.stem for p in (ROOT / "docs" / "episodes").glob("*.md"))
 OVER_THE_LIMIT: set[str] = {
     "01-attention-is-four-operations",
     "02-where-q-k-and-v-come-from",
-    "05-words-to-tokens",
     "06-the-transformer-block",
     "07-the-whole-model",
 }
