@@ -24,7 +24,8 @@ References
 1. J. Devlin et al., "BERT: Pre-training of Deep Bidirectional Transformers
    for Language Understanding", NAACL 2019, and its ``tokenization.py``.
 2. Y. Wu et al., "Google's Neural Machine Translation System", 2016,
-   section 4.1, "Wordpiece Model".
+   section 4.1, "Wordpiece Model": word pieces, with ``_`` marking the start
+   of a word; the ``##`` marking a continuation is BERT's.
 3. Hugging Face ``tokenizers``: ``BertNormalizer``, ``BertPreTokenizer``
    and the ``WordPiece`` model.
 """

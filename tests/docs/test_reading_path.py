@@ -10,23 +10,9 @@ from site_build import ROOT
 
 EPISODES = sorted(p.stem for p in (ROOT / "docs" / "episodes").glob("*.md"))
 
-# Pages not yet brought under the limit. Each is expected to fail (strict): when
-# a page is trimmed, its xfail turns into an unexpected pass until it is removed.
-OVER_THE_LIMIT: set[str] = {
-    "03-many-heads-at-once",
-    "04-no-peeking",
-    "05-words-to-tokens",
-}
-
-
-def _marks(name: str) -> list[pytest.MarkDecorator]:
-    if name in OVER_THE_LIMIT:
-        return [pytest.mark.xfail(strict=True, reason="not yet trimmed to 2,500 words")]
-    return []
-
 
 @pytest.mark.slow
-@pytest.mark.parametrize("episode", [pytest.param(name, marks=_marks(name)) for name in EPISODES])
+@pytest.mark.parametrize("episode", EPISODES)
 def test_reading_path_is_at_most_the_limit(built_site: Path, episode: str) -> None:
     html = (built_site / "episodes" / episode / "index.html").read_text(encoding="utf-8")
     words = len(reading_path_words(html))
