@@ -34,6 +34,8 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check --line-length 79 src/opbyop/tokenizer.py
 	$(BIN)/ruff check --line-length 79 src/opbyop/minilm.py
 	$(BIN)/ruff format --check --line-length 79 src/opbyop/minilm.py
+	$(BIN)/ruff check --line-length 79 src/opbyop/gpt.py
+	$(BIN)/ruff format --check --line-length 79 src/opbyop/gpt.py
 	$(BIN)/mypy
 	$(BIN)/codespell docs src README.md
 

@@ -24,7 +24,14 @@ from numpy.typing import ArrayLike, NDArray
 
 from opbyop.ops import _cast, _check_dtypes, _real_array
 
-__all__ = ["gelu", "layer_norm", "linear"]
+__all__ = [
+    "gelu",
+    "gelu_backward",
+    "layer_norm",
+    "layer_norm_backward",
+    "linear",
+    "linear_backward",
+]
 
 FloatArray = NDArray[np.floating[Any]]
 
@@ -279,3 +286,212 @@ def _gelu_float32(x: NDArray[np.float32]) -> NDArray[np.float32]:
             ob += 1
             np.divide(xb, ob, out=ob)
     return out.reshape(x.shape)
+
+
+# ---------------------------------------------------------------- backward
+#
+# Each function below takes what its forward took, plus `dy`, the gradient of
+# the loss with respect to the forward's output, and returns the gradients
+# with respect to the forward's inputs: the chain rule, one operation at a
+# time. `opbyop.gpt.loss_and_grads` chains them through a whole model.
+
+
+def linear_backward(
+    dy: ArrayLike, x: ArrayLike, weight: ArrayLike
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    # [..., d_out], [..., d_in], [d_out, d_in] -> [..., d_in], [d_out, d_in], [d_out]
+    """The gradients of `linear`: ``dx = dy @ weight``, ``dweight = dy.T @ x``, ``dbias``.
+
+    ``y = x @ weight.T + bias`` makes each output number a sum of products, so
+    each input number's gradient collects the outputs it went into
+    (``dy @ weight``), each weight's gradient is its input times its output's
+    gradient, summed over the rows (``dy.T @ x``), and the bias's gradient is
+    the sum of `dy` over the rows.
+
+    Parameters
+    ----------
+    dy : array_like, shape (..., d_out)
+        The gradient of the loss with respect to `linear`'s output.
+    x : array_like, shape (..., d_in)
+        `linear`'s input.
+    weight : array_like, shape (d_out, d_in)
+        `linear`'s weight (the bias plays no part in the gradients).
+
+    Returns
+    -------
+    dx : numpy.ndarray, shape (..., d_in)
+    dweight : numpy.ndarray, shape (d_out, d_in)
+    dbias : numpy.ndarray, shape (d_out,)
+        In the dtype of the inputs, which must share one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import linear_backward
+    >>> x = np.array([[1.0, 2.0]])
+    >>> weight = np.array([[1.0, 0.0], [1.0, 1.0]])
+    >>> dx, dweight, dbias = linear_backward(np.array([[1.0, 0.0]]), x, weight)
+    >>> dx.tolist(), dweight.tolist(), dbias.tolist()
+    ([[1.0, 0.0]], [[1.0, 2.0], [0.0, 0.0]], [1.0, 0.0])
+    """
+    dy, x, weight = (_real_array(a, name) for a, name in ((dy, "dy"), (x, "x"), (weight, "weight")))
+    if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1]:
+        raise ValueError(
+            "linear_backward needs x (..., d_in) and weight (d_out, d_in): "
+            f"got x {x.shape}, weight {weight.shape}"
+        )
+    if dy.shape != (*x.shape[:-1], weight.shape[0]):
+        raise ValueError(
+            f"dy needs the shape of linear's output, {(*x.shape[:-1], weight.shape[0])}, "
+            f"got {dy.shape}"
+        )
+    _check_dtypes(dy=dy, x=x, weight=weight)
+    (dy, x, weight), out_dtype = _cast(dy, x, weight)
+    d_out, d_in = weight.shape
+    rows_dy = dy.reshape(-1, d_out)  # every token a row: one 2-D product each
+    rows_x = x.reshape(-1, d_in)
+    dx = (rows_dy @ weight).reshape(x.shape)
+    d_weight = rows_dy.T @ rows_x
+    d_bias = rows_dy.sum(axis=0)
+    return (
+        dx.astype(out_dtype, copy=False),
+        d_weight.astype(out_dtype, copy=False),
+        d_bias.astype(out_dtype, copy=False),
+    )
+
+
+def layer_norm_backward(
+    dy: ArrayLike,
+    x: ArrayLike,
+    weight: ArrayLike | None = None,
+    *,
+    eps: float = 1e-5,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    # [..., d], [..., d], [d] -> [..., d], [d], [d]
+    """The gradients of `layer_norm` with respect to `x`, `weight` and `bias`.
+
+    With ``x_hat = (x - mean) / sqrt(variance + eps)`` the normalised row and
+    ``g = dy * weight`` the gradient with respect to it::
+
+        dx = (g - mean(g) - x_hat * mean(g * x_hat)) / sqrt(variance + eps)
+
+    (the means over each row): every number of a row moved its mean and
+    variance, so its gradient loses the row's average pull and the part along
+    ``x_hat``. ``dweight`` is the sum of ``dy * x_hat`` over the rows and
+    ``dbias`` the sum of `dy`. The mean and the variance are recomputed from
+    `x`, as `layer_norm` computes them.
+
+    Parameters
+    ----------
+    dy : array_like, shape (..., d)
+        The gradient of the loss with respect to `layer_norm`'s output.
+    x : array_like, shape (..., d)
+        `layer_norm`'s input.
+    weight : array_like, shape (d,), optional
+        `layer_norm`'s weight. Default: ones.
+    eps : float, optional
+        `layer_norm`'s eps. Default 1e-5.
+
+    Returns
+    -------
+    dx : numpy.ndarray, shape (..., d)
+    dweight, dbias : numpy.ndarray, shape (d,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import layer_norm_backward
+    >>> x = np.array([[1.0, 2.0, 3.0]])
+    >>> dx, dweight, dbias = layer_norm_backward(np.ones((1, 3)), x)
+    >>> dx.round(6).tolist()  # adding 1 to every output: x cannot do that
+    [[0.0, 0.0, 0.0]]
+    >>> dbias.tolist()
+    [1.0, 1.0, 1.0]
+    """
+    dy, x = _real_array(dy, "dy"), _real_array(x, "x")
+    if x.ndim < 1 or x.shape[-1] == 0 or dy.shape != x.shape:
+        raise ValueError(
+            f"layer_norm_backward needs dy and x of one shape (..., d), d >= 1: "
+            f"got dy {dy.shape}, x {x.shape}"
+        )
+    arrays = {"dy": dy, "x": x}
+    weights = _vector(weight, "weight", x)
+    if weights is not None:
+        arrays["weight"] = weights
+    if isinstance(eps, bool) or not isinstance(eps, Real) or not 0 <= eps < math.inf:
+        raise ValueError(f"layer_norm_backward: eps must be a finite number >= 0, got {eps!r}")
+    _check_dtypes(**arrays)
+    converted, out_dtype = _cast(*arrays.values())
+    dy, x = converted[0], converted[1]
+    d = x.shape[-1]
+    centred = x - x.mean(axis=-1, keepdims=True)
+    variance = (centred * centred).mean(axis=-1, keepdims=True)
+    inverse_std = 1 / np.sqrt(variance + float(eps))  # an array: float32 stays float32
+    x_hat = centred * inverse_std
+    d_weight = (dy * x_hat).reshape(-1, d).sum(axis=0)
+    d_bias = dy.reshape(-1, d).sum(axis=0)
+    g = dy * converted[2] if weight is not None else dy  # gradient with respect to x_hat
+    dx = g - g.mean(axis=-1, keepdims=True)
+    dx -= x_hat * (g * x_hat).mean(axis=-1, keepdims=True)
+    dx *= inverse_std
+    return (
+        dx.astype(out_dtype, copy=False),
+        d_weight.astype(out_dtype, copy=False),
+        d_bias.astype(out_dtype, copy=False),
+    )
+
+
+# tanh GELU: 0.5 * x * (1 + tanh(c * (x + 0.044715 * x**3))), c = sqrt(2 / pi).
+_TANH_GELU_C = math.sqrt(2 / math.pi)  # a Python float: float32 stays float32
+_TANH_GELU_CUBIC = 0.044715
+
+
+def gelu_backward(
+    dy: ArrayLike, x: ArrayLike, approximate: str = "tanh"
+) -> FloatArray:  # [...], [...] -> [...]
+    """The gradient of ``gelu(x, approximate="tanh")`` with respect to `x`.
+
+    With ``t = tanh(u)`` and ``u = c * (x + 0.044715 * x**3)``,
+    ``c = sqrt(2 / pi)``, GELU is ``0.5 * x * (1 + t)``; by the product rule
+    and ``tanh' = 1 - tanh**2`` its derivative is::
+
+        0.5 * (1 + t) + 0.5 * x * (1 - t**2) * c * (1 + 3 * 0.044715 * x**2)
+
+    and the gradient is `dy` times it. GPT-2 uses this form ("gelu_new").
+
+    Parameters
+    ----------
+    dy : array_like
+        The gradient of the loss with respect to GELU's output.
+    x : array_like
+        GELU's input, the shape of `dy`.
+    approximate : {"tanh"}, optional
+        The form of GELU, spelled as in PyTorch. Only the tanh form has a
+        backward here.
+
+    Returns
+    -------
+    numpy.ndarray
+        The gradient with respect to `x`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import gelu_backward
+    >>> gelu_backward(np.ones(3), np.array([-10.0, 0.0, 10.0])).tolist()
+    [0.0, 0.5, 1.0]
+    """
+    if approximate != "tanh":
+        raise ValueError(
+            f'gelu_backward has only the tanh form, approximate="tanh": got {approximate!r}'
+        )
+    dy, x = _real_array(dy, "dy"), _real_array(x, "x")
+    if dy.shape != x.shape:
+        raise ValueError(f"dy needs the shape of x {x.shape}, got {dy.shape}")
+    _check_dtypes(dy=dy, x=x)
+    (dy, x), out_dtype = _cast(dy, x)
+    squares = x * x
+    t = np.tanh(_TANH_GELU_C * (x + _TANH_GELU_CUBIC * squares * x))
+    slope = _TANH_GELU_C * (1 + 3 * _TANH_GELU_CUBIC * squares)  # du/dx
+    grad = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * slope
+    return (dy * grad).astype(out_dtype, copy=False)

@@ -49,7 +49,15 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["attention", "attention_weights", "softmax"]
+__all__ = [
+    "attention",
+    "attention_backward",
+    "attention_weights",
+    "cross_entropy",
+    "cross_entropy_backward",
+    "softmax",
+    "softmax_backward",
+]
 
 FloatArray = NDArray[np.floating[Any]]
 T = TypeVar("T", bound=np.generic)
@@ -713,3 +721,220 @@ def _blas_controller() -> ThreadpoolController:
 def _blas_threads(n: int) -> AbstractContextManager[object]:
     """Hold BLAS to `n` threads inside a ``with`` block (process-wide, as BLAS has no other way)."""
     return _blas_controller().limit(limits=n, user_api="blas")
+
+
+# ---------------------------------------------------------------- backward
+#
+# Each function below takes what its forward took (or returned), plus the
+# gradient of the loss with respect to the forward's output, and returns the
+# gradients with respect to the forward's inputs. `opbyop.gpt.loss_and_grads`
+# chains them through a whole model.
+
+
+def softmax_backward(
+    dy: ArrayLike, y: ArrayLike, axis: int = -1
+) -> FloatArray:  # [..., n], [..., n] -> [..., n]
+    """The gradient of `softmax` with respect to its scores: ``y * (dy - sum(dy * y))``.
+
+    Raising one score raises its own weight and lowers every other (the
+    weights still add up to 1), so each score's gradient is its weight times
+    how much its own gradient beats the weighted average of all of them.
+
+    Parameters
+    ----------
+    dy : array_like
+        The gradient of the loss with respect to softmax's output.
+    y : array_like
+        Softmax's output (the weights), the shape of `dy`.
+    axis : int, optional
+        The axis softmax added up along. Default: the last.
+
+    Returns
+    -------
+    numpy.ndarray
+        The gradient with respect to the scores, the shape of `y`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import softmax, softmax_backward
+    >>> y = softmax(np.array([0.0, 0.0]))
+    >>> softmax_backward(np.array([1.0, 0.0]), y).tolist()
+    [0.25, -0.25]
+    """
+    dy, y = _checked(dy=dy, y=y)
+    if dy.shape != y.shape or y.ndim == 0:
+        raise ValueError(f"dy and y need one shape, at least 1-D: got dy {dy.shape}, y {y.shape}")
+    _check_dtypes(dy=dy, y=y)
+    axis = _check_axis(axis, y, "y")
+    (dy, y), out_dtype = _cast(dy, y)
+    out = dy - (dy * y).sum(axis=axis, keepdims=True)
+    out *= y
+    return out.astype(out_dtype, copy=False)
+
+
+def attention_backward(
+    d_out: ArrayLike,
+    q: ArrayLike,
+    k: ArrayLike,
+    v: ArrayLike,
+    *,
+    mask: ArrayLike | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    # [..., n_q, d_v], [..., n_q, d_k], [..., n_k, d_k], [..., n_k, d_v] -> dq, dk, dv
+    """The gradients of `attention` with respect to `q`, `k` and `v`.
+
+    Attention is ``weights @ v`` with ``weights = softmax(q @ k.T * scale)``:
+    three operations, taken backward in turn. The weights are recomputed from
+    `q` and `k` (`attention_weights`), as a training step does not keep them.
+
+    1. ``dv = weights.T @ d_out`` and ``d_weights = d_out @ v.T`` (a product);
+    2. ``d_scores = softmax_backward(d_weights, weights)``: hidden keys have
+       weight 0, so they get no gradient;
+    3. ``dq = d_scores @ k * scale`` and ``dk = d_scores.T @ q * scale``.
+
+    Parameters
+    ----------
+    d_out : array_like, shape (..., n_q, d_v)
+        The gradient of the loss with respect to attention's output.
+    q, k, v, mask, is_causal, scale
+        What `attention` was called with.
+
+    Returns
+    -------
+    dq, dk, dv : numpy.ndarray
+        The shapes of `q`, `k` and `v` (with the batch dimensions of the
+        result: a `k` broadcast over the batch gets one gradient per entry).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import attention_backward
+    >>> x = np.eye(2)
+    >>> dq, dk, dv = attention_backward(np.ones((2, 2)), x, x, x, is_causal=True)
+    >>> dv.round(3).tolist()  # the first value is used in full by query 0
+    [[1.67, 1.67], [0.33, 0.33]]
+    """
+    q_array, k_array, v_array, d_out_array = _checked(q=q, k=k, v=v, d_out=d_out)
+    batch = _batch_shape(q_array.shape, k_array.shape, v_array.shape)
+    want = (*batch, q_array.shape[-2], v_array.shape[-1])
+    if d_out_array.shape != want:
+        raise ValueError(f"d_out needs attention's output shape {want}, got {d_out_array.shape}")
+    factor = _scale(scale, d_k=q_array.shape[-1])
+    (d_out_array, q_array, k_array, v_array), out_dtype = _cast(
+        d_out_array, q_array, k_array, v_array
+    )
+    weights = attention_weights(q_array, k_array, mask=mask, is_causal=is_causal, scale=factor)
+    dv = np.swapaxes(weights, -1, -2) @ d_out_array
+    d_scores = softmax_backward(d_out_array @ np.swapaxes(v_array, -1, -2), weights)
+    dq = d_scores @ k_array
+    dq *= factor
+    dk = np.swapaxes(d_scores, -1, -2) @ q_array
+    dk *= factor
+    return (
+        dq.astype(out_dtype, copy=False),
+        dk.astype(out_dtype, copy=False),
+        dv.astype(out_dtype, copy=False),
+    )
+
+
+def cross_entropy(logits: ArrayLike, targets: ArrayLike) -> float:  # [..., vocab], [...] -> ()
+    """The mean cross-entropy, in nats: ``mean(-log softmax(logits)[target])``.
+
+    How surprised the model is by each right answer, on average: 0 if it
+    gave the target probability 1, ``log(vocab)`` if it guessed uniformly.
+    Computed from the log-softmax directly (``logits - max - log(sum(exp))``),
+    so no probability underflows to 0 and no log of 0 is taken; this is
+    ``torch.nn.functional.cross_entropy`` with its default mean.
+
+    Parameters
+    ----------
+    logits : array_like, shape (..., vocab)
+        One row of scores per prediction.
+    targets : array_like of int, shape (...)
+        The right answer for each row, ``0 <= target < vocab``.
+
+    Returns
+    -------
+    float
+        The average over every row.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import cross_entropy
+    >>> round(cross_entropy(np.zeros((1, 4)), np.array([2])), 4)  # log(4)
+    1.3863
+    """
+    scores, target_index = _checked_logits_and_targets(logits, targets)
+    log_probs = _log_softmax(scores)
+    picked = np.take_along_axis(log_probs, target_index[..., np.newaxis], axis=-1)
+    return -float(picked.mean())
+
+
+def cross_entropy_backward(
+    logits: ArrayLike, targets: ArrayLike
+) -> FloatArray:  # [..., vocab], [...] -> [..., vocab]
+    """The gradient of `cross_entropy` with respect to the logits: ``(p - y) / count``.
+
+    ``p = softmax(logits)`` and ``y`` is 1 at the target and 0 elsewhere:
+    the gradient pushes the target's score up by what its probability lacks
+    of 1, and every other score down by its probability. ``count``, the
+    number of rows, comes from the mean.
+
+    Parameters
+    ----------
+    logits : array_like, shape (..., vocab)
+    targets : array_like of int, shape (...)
+        As for `cross_entropy`.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., vocab)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import cross_entropy_backward
+    >>> cross_entropy_backward(np.zeros((1, 4)), np.array([2])).tolist()
+    [[0.25, 0.25, -0.75, 0.25]]
+    """
+    scores, target_index = _checked_logits_and_targets(logits, targets)
+    grad = np.exp(_log_softmax(scores))  # p, each row adding up to 1
+    rows = grad.reshape(-1, grad.shape[-1])
+    rows[np.arange(rows.shape[0]), target_index.reshape(-1)] -= 1  # p - y
+    grad /= rows.shape[0]  # the mean over the rows
+    return grad
+
+
+def _log_softmax(scores: FloatArray) -> FloatArray:
+    """``log(softmax(scores))`` along the last axis, with no log of 0."""
+    shifted = scores - scores.max(axis=-1, keepdims=True)
+    shifted -= np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    return shifted
+
+
+def _checked_logits_and_targets(
+    logits: ArrayLike, targets: ArrayLike
+) -> tuple[FloatArray, NDArray[np.integer[Any]]]:
+    """`logits` as floats (..., vocab) and `targets` as integers (...) in range."""
+    (scores,) = _checked(logits=logits)
+    if scores.ndim < 1 or scores.shape[-1] == 0 or scores.size == 0:
+        raise ValueError(f"logits needs shape (..., vocab) with rows, got {scores.shape}")
+    (scores,), _ = _cast(scores)
+    index = np.asarray(targets)
+    if index.dtype.kind not in "iu":
+        raise TypeError(f"targets must be integers, got dtype {index.dtype}")
+    if index.shape != scores.shape[:-1]:
+        raise ValueError(
+            f"targets needs one entry per row of logits, shape {scores.shape[:-1]}, "
+            f"got {index.shape}"
+        )
+    if index.min() < 0 or index.max() >= scores.shape[-1]:
+        raise ValueError(
+            f"targets must be between 0 and {scores.shape[-1] - 1}, "
+            f"got {index.min()} to {index.max()}"
+        )
+    return scores, index
