@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from opbyop.ops import _cast, _check_dtypes, _real_array
+from opbyop._checks import cast, check_dtypes, real_array
 
 __all__ = [
     "gelu",
@@ -138,7 +138,7 @@ def layer_norm(
     >>> layer_norm([[1.0, 2.0, 3.0]], weight, bias, eps=0.0).round(4)
     array([[-2.4495,  0.    ,  3.4495]])
     """
-    rows = _real_array(x, "x")
+    rows = real_array(x, "x")
     if rows.ndim < 1 or rows.shape[-1] == 0:
         raise ValueError(f"layer_norm needs x with a last dimension d >= 1, got shape {rows.shape}")
     given = {
@@ -149,9 +149,9 @@ def layer_norm(
     if isinstance(eps, bool) or not isinstance(eps, Real) or not 0 <= eps < math.inf:
         raise ValueError(f"layer_norm: eps must be a finite number >= 0, got {eps!r}")
     arrays = {name: a for name, a in given.items() if a is not None}
-    _check_dtypes(**arrays)  # one dtype for all, as in PyTorch
-    cast, out_dtype = _cast(*arrays.values())
-    rows, params = cast[0], dict(zip(arrays, cast, strict=True))
+    check_dtypes(**arrays)  # one dtype for all, as in PyTorch
+    converted, out_dtype = cast(*arrays.values())
+    rows, params = converted[0], dict(zip(arrays, converted, strict=True))
     d = rows.shape[-1]
     # Row means and variances as products with a vector: BLAS is faster than .mean().
     out = rows - (rows @ np.full(d, 1 / d, dtype=rows.dtype))[..., np.newaxis]
@@ -169,7 +169,7 @@ def _vector(p: ArrayLike | None, name: str, x: NDArray[Any]) -> NDArray[Any] | N
     """`p` as one number per column of `x`, or None."""
     if p is None:
         return None
-    vector = _real_array(p, name)
+    vector = real_array(p, name)
     if vector.shape != x.shape[-1:]:
         raise ValueError(
             f"layer_norm: {name} needs shape ({x.shape[-1]},) to match x {x.shape}, "
@@ -178,24 +178,30 @@ def _vector(p: ArrayLike | None, name: str, x: NDArray[Any]) -> NDArray[Any] | N
     return vector
 
 
-def gelu(x: ArrayLike) -> FloatArray:  # [...] -> [...]
-    """The Gaussian error linear unit, exact form: ``x * Phi(x)``.
+def gelu(x: ArrayLike, approximate: str = "none") -> FloatArray:  # [...] -> [...]
+    """The Gaussian error linear unit, ``x * Phi(x)``, or its tanh approximation.
 
     ``Phi(x) = (1 + erf(x / sqrt(2))) / 2`` is the chance that a standard
     normal number is below `x`: GELU lets large positive inputs through, turns
-    large negative ones into 0, and bends smoothly in between. This is the form
-    BERT and all-MiniLM-L6-v2 use (``hidden_act`` "gelu", PyTorch's default
-    ``approximate="none"``), not the tanh approximation.
+    large negative ones into 0, and bends smoothly in between. The exact form
+    is the one BERT and all-MiniLM-L6-v2 use (``hidden_act`` "gelu"). The tanh
+    approximation, ``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))``,
+    is GPT-2's ("gelu_new"). The names of `approximate` are PyTorch's.
 
     Parameters
     ----------
     x : array_like
-        Any shape.
+        Any shape, a single number too.
+    approximate : {"none", "tanh"}, optional
+        "none" (the default): the exact form. "tanh": the tanh approximation,
+        within 4.8e-4 of it.
 
     Returns
     -------
     numpy.ndarray
-        Same shape as `x`.
+        Same shape as `x` (a 0-d array for a single number). float32 and
+        float64 stay as they are, float16 is computed in float32, integers
+        and booleans give float64. ``gelu(-inf)`` is ``nan``, as in PyTorch.
 
     Notes
     -----
@@ -208,8 +214,22 @@ def gelu(x: ArrayLike) -> FloatArray:  # [...] -> [...]
     ``x / (1 + exp(x * Q(x**2)))``: 17 passes over the numbers with NumPy's
     vectorised ``exp``, a block at a time so each block stays in the CPU
     cache. The result is within ``2e-7 * max(1, |x|)`` of the exact GELU.
-    float64 (and integer) input uses ``math.erf`` on each number instead:
-    exact to float64 rounding, and much slower.
+
+    float64 (and integer) input uses ``math.erfc`` on each number instead,
+    as ``x * erfc(-x / sqrt(2)) / 2``, much more slowly. Unlike
+    ``x * (1 + erf(x / sqrt(2))) / 2``, PyTorch's formula, which is exact
+    only to within 2.3e-16 in absolute terms and gives -0.0 for every x
+    below about -8.5, it is accurate relative to the result in the negative
+    tail too: within ``3e-16 * (1 + x**2)`` of the exact GELU, relative to
+    it (the ``x**2`` is the tail's sensitivity to the rounding of
+    ``x / sqrt(2)``), wherever that is a normal float64, for x above about
+    -37.5. Further out the exact GELU is subnormal, then rounds to -0.0.
+
+    The tanh approximation goes through the same identity, with
+    ``Q(s) = -2 * sqrt(2 / pi) * (1 + 0.044715 * s)``, in float32 and float64
+    alike: 7 passes. It is within a few roundings of
+    ``torch.nn.functional.gelu(x, approximate="tanh")``, and more accurate
+    than it where ``x`` is very negative, where ``1 + tanh`` cancels.
 
     Examples
     --------
@@ -217,17 +237,34 @@ def gelu(x: ArrayLike) -> FloatArray:  # [...] -> [...]
     >>> from opbyop import gelu
     >>> gelu(np.array([-3.0, -1.0, 0.0, 1.0, 3.0])).round(4)
     array([-0.004 , -0.1587,  0.    ,  0.8413,  2.996 ])
+    >>> gelu(np.array([-3.0, -1.0, 0.0, 1.0, 3.0]), approximate="tanh").round(4)
+    array([-0.0036, -0.1588,  0.    ,  0.8412,  2.9964])
     >>> gelu(np.array([1.0], dtype=np.float32)).dtype
     dtype('float32')
     """
-    values = _real_array(x, "x")
-    (values,), out_dtype = _cast(values)
-    if values.dtype == np.float32:
-        out = _gelu_float32(values)
+    if not isinstance(approximate, str) or approximate not in _GELU_FORMS:
+        raise ValueError(f'gelu: approximate must be "none" or "tanh", got {approximate!r}')
+    values = real_array(x, "x")
+    (values,), out_dtype = cast(values)
+    if approximate == "tanh":
+        out = _gelu_by_exp(values, _TANH_COEFFICIENTS[values.dtype.type])
+    elif values.dtype == np.float32:
+        out = _gelu_by_exp(values, _GELU_COEFFICIENTS)
     else:
-        halves = np.frompyfunc(math.erf, 1, 1)(values * (1 / math.sqrt(2)))
-        out = values * 0.5 * (1 + halves.astype(values.dtype))
+        out = _gelu_float64(values)
     return out.astype(out_dtype, copy=False)
+
+
+_GELU_FORMS = ("none", "tanh")  # as PyTorch spells them
+
+
+def _gelu_float64(x: FloatArray) -> FloatArray:
+    """``x * erfc(-x / sqrt(2)) / 2``, with ``math.erfc`` on each number."""
+    flat = x.reshape(-1)  # at least one dimension: frompyfunc gives a 0-d input a float
+    tails = np.asarray(np.frompyfunc(math.erfc, 1, 1)(flat * -math.sqrt(0.5)), dtype=np.float64)
+    with np.errstate(invalid="ignore"):  # gelu(-inf) = -inf * 0: nan, as in PyTorch
+        out = flat * 0.5 * tails  # x / 2 first: x * 2 would overflow near float64's largest
+    return out.reshape(x.shape)
 
 
 # erf(z) = tanh(z * P(z**2)), P's coefficients lowest power first, from
@@ -246,6 +283,13 @@ _ERF_COEFFICIENTS = (
 _GELU_COEFFICIENTS = np.array(
     [-math.sqrt(2) * p / 2**k for k, p in enumerate(_ERF_COEFFICIENTS)], dtype=np.float32
 )
+# The tanh form: (1 + tanh(u)) / 2 = 1 / (1 + exp(-2u)) with u = c * (x + 0.044715 x**3),
+# so GELU(x) = x / (1 + exp(x * Q(x**2))) with Q(s) = -2c - 2c * 0.044715 s.
+_TANH_C = math.sqrt(2 / math.pi)
+_TANH_COEFFICIENTS: dict[type[np.floating[Any]], FloatArray] = {
+    dtype: np.array([-2 * _TANH_C, -2 * _TANH_C * 0.044715], dtype=dtype)
+    for dtype in (np.float32, np.float64)
+}
 _GELU_BLOCK = 2**16  # numbers per block: 256 KiB of float32, within the L2 cache
 
 
@@ -254,7 +298,7 @@ def _erf_float32(z: NDArray[np.float32]) -> NDArray[np.float32]:
     p = _ERF_COEFFICIENTS_32
     s = z * z
     out = s * p[-1]
-    for c in p[-2:0:-1]:  # Horner's rule, as in _gelu_float32
+    for c in p[-2:0:-1]:  # Horner's rule, as in _gelu_by_exp
         out += c
         out *= s
     out += p[0]
@@ -265,12 +309,11 @@ def _erf_float32(z: NDArray[np.float32]) -> NDArray[np.float32]:
 _ERF_COEFFICIENTS_32 = np.array(_ERF_COEFFICIENTS, dtype=np.float32)
 
 
-def _gelu_float32(x: NDArray[np.float32]) -> NDArray[np.float32]:
-    """``x / (1 + exp(x * Q(x**2)))``, a cache-sized block at a time."""
+def _gelu_by_exp(x: FloatArray, q: FloatArray) -> FloatArray:
+    """``x / (1 + exp(x * Q(x**2)))``, Q's coefficients `q`, a cache-sized block at a time."""
     flat = x.reshape(-1)  # a view when x is contiguous
     out = np.empty_like(flat)
-    squares = np.empty(min(flat.size, _GELU_BLOCK), dtype=np.float32)
-    q = _GELU_COEFFICIENTS
+    squares = np.empty(min(flat.size, _GELU_BLOCK), dtype=x.dtype)
     # Far out, x**2 or exp overflow to inf: the result is still x or -0.0.
     with np.errstate(over="ignore", invalid="ignore"):
         for start in range(0, flat.size, _GELU_BLOCK):
@@ -334,7 +377,7 @@ def linear_backward(
     >>> dx.tolist(), dweight.tolist(), dbias.tolist()
     ([[1.0, 0.0]], [[1.0, 2.0], [0.0, 0.0]], [1.0, 0.0])
     """
-    dy, x, weight = (_real_array(a, name) for a, name in ((dy, "dy"), (x, "x"), (weight, "weight")))
+    dy, x, weight = (real_array(a, name) for a, name in ((dy, "dy"), (x, "x"), (weight, "weight")))
     if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1]:
         raise ValueError(
             "linear_backward needs x (..., d_in) and weight (d_out, d_in): "
@@ -345,8 +388,8 @@ def linear_backward(
             f"dy needs the shape of linear's output, {(*x.shape[:-1], weight.shape[0])}, "
             f"got {dy.shape}"
         )
-    _check_dtypes(dy=dy, x=x, weight=weight)
-    (dy, x, weight), out_dtype = _cast(dy, x, weight)
+    check_dtypes(dy=dy, x=x, weight=weight)
+    (dy, x, weight), out_dtype = cast(dy, x, weight)
     d_out, d_in = weight.shape
     rows_dy = dy.reshape(-1, d_out)  # every token a row: one 2-D product each
     rows_x = x.reshape(-1, d_in)
@@ -408,7 +451,7 @@ def layer_norm_backward(
     >>> dbias.tolist()
     [1.0, 1.0, 1.0]
     """
-    dy, x = _real_array(dy, "dy"), _real_array(x, "x")
+    dy, x = real_array(dy, "dy"), real_array(x, "x")
     if x.ndim < 1 or x.shape[-1] == 0 or dy.shape != x.shape:
         raise ValueError(
             f"layer_norm_backward needs dy and x of one shape (..., d), d >= 1: "
@@ -420,8 +463,8 @@ def layer_norm_backward(
         arrays["weight"] = weights
     if isinstance(eps, bool) or not isinstance(eps, Real) or not 0 <= eps < math.inf:
         raise ValueError(f"layer_norm_backward: eps must be a finite number >= 0, got {eps!r}")
-    _check_dtypes(**arrays)
-    converted, out_dtype = _cast(*arrays.values())
+    check_dtypes(**arrays)
+    converted, out_dtype = cast(*arrays.values())
     dy, x = converted[0], converted[1]
     d = x.shape[-1]
     centred = x - x.mean(axis=-1, keepdims=True)
@@ -485,11 +528,11 @@ def gelu_backward(
         raise ValueError(
             f'gelu_backward has only the tanh form, approximate="tanh": got {approximate!r}'
         )
-    dy, x = _real_array(dy, "dy"), _real_array(x, "x")
+    dy, x = real_array(dy, "dy"), real_array(x, "x")
     if dy.shape != x.shape:
         raise ValueError(f"dy needs the shape of x {x.shape}, got {dy.shape}")
-    _check_dtypes(dy=dy, x=x)
-    (dy, x), out_dtype = _cast(dy, x)
+    check_dtypes(dy=dy, x=x)
+    (dy, x), out_dtype = cast(dy, x)
     squares = x * x
     t = np.tanh(_TANH_GELU_C * (x + _TANH_GELU_CUBIC * squares * x))
     slope = _TANH_GELU_C * (1 + 3 * _TANH_GELU_CUBIC * squares)  # du/dx

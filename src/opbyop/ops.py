@@ -37,17 +37,16 @@ References
 from __future__ import annotations
 
 import math
-import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager
-from functools import cache
 from numbers import Real
 from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from threadpoolctl import ThreadpoolController
+
+from opbyop._checks import cast, check_dtypes, real_array
+from opbyop._threads import blas_threads, usable_cores
 
 __all__ = [
     "attention",
@@ -101,7 +100,7 @@ def softmax(x: ArrayLike, axis: int = -1) -> FloatArray:  # [..., n] -> [..., n]
             f" number {scores.item()!r}, shape (); pass [x] for a row of one score"
         )
     axis = _check_axis(axis, scores, "x")
-    (scores,), out_dtype = _cast(scores)
+    (scores,), out_dtype = cast(scores)
     return _softmax(scores.copy(), axis).astype(out_dtype, copy=False)
 
 
@@ -170,7 +169,7 @@ def attention_weights(
     q, k = _checked(q=q, k=k)
     keep = _checked_mask(mask, is_causal, q, k)
     scale = _scale(scale, d_k=q.shape[-1])
-    (q, k), out_dtype = _cast(q, k)
+    (q, k), out_dtype = cast(q, k)
     q, k = _scaled(q, k, scale)  # each by sqrt(scale), as PyTorch's math path
     with np.errstate(over="ignore", invalid="ignore"):  # too-big scores: inf, as in PyTorch
         scores = q @ np.swapaxes(k, -1, -2)  # mat_mul with k transposed: [..., n_q, n_k]
@@ -257,7 +256,7 @@ def attention(
     q, k, v = _checked(q=q, k=k, v=v)
     keep = _checked_mask(mask, is_causal, q, k, v)
     scale = _scale(scale, d_k=q.shape[-1])
-    (q, k, v), out_dtype = _cast(q, k, v)  # float32 or wider, even for float16
+    (q, k, v), out_dtype = cast(q, k, v)  # float32 or wider, even for float16
     out = _blocked_attention(q, k, v, scale, keep=keep, is_causal=is_causal)
     return out.astype(out_dtype, copy=False)
 
@@ -360,59 +359,11 @@ def _redo_faint_rows(
 
 def _checked(**arrays: ArrayLike) -> list[NDArray[Any]]:
     """Each argument as an array of real numbers whose shape fits the others'."""
-    checked = {name: _real_array(x, name) for name, x in arrays.items()}
+    checked = {name: real_array(x, name) for name, x in arrays.items()}
     if "q" in checked:
         _check_shapes(**checked)
-        _check_dtypes(**checked)
+        check_dtypes(**checked)
     return list(checked.values())
-
-
-def _real_array(x: ArrayLike, name: str) -> NDArray[Any]:
-    """`x` as an array of integers, booleans or floats, or a clear error naming `name`."""
-    try:
-        array = np.asarray(x)
-    except ValueError as error:  # NumPy 1.24+ refuses ragged nested lists
-        raise ValueError(f"{name} has ragged rows (rows of different lengths): {error}") from None
-    if array.dtype.kind not in "biuf":
-        raise TypeError(
-            f"{name} must hold real numbers, got dtype {array.dtype} with shape {array.shape}"
-        )
-    return array
-
-
-_WORK_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-
-
-def _cast(*arrays: NDArray[Any]) -> tuple[list[FloatArray], np.dtype[Any]]:
-    """The arrays in the dtype to compute in, and the dtype to return.
-
-    Integers and booleans become float64; float16 is computed in float32.
-    """
-    out_dtype = _work_dtype(arrays[0].dtype)  # one dtype for all: _check_dtypes saw to it
-    if out_dtype in _WORK_DTYPES and all(x.dtype == out_dtype for x in arrays):
-        return list(arrays), out_dtype  # nothing to convert
-    work_dtype = np.float32 if out_dtype == np.float16 else out_dtype
-    return [x.astype(work_dtype, copy=False) for x in arrays], out_dtype
-
-
-def _check_dtypes(**arrays: NDArray[Any]) -> None:
-    """q, k (and v) share one dtype, integers and booleans counting as float64.
-
-    PyTorch refuses a mix as well; promoting silently would hide, for example,
-    one float64 array that makes float32 attention twice as slow.
-    """
-    if len({_work_dtype(x.dtype) for x in arrays.values()}) > 1:
-        *names, last = arrays
-        got = ", ".join(f"{name} {x.dtype}" for name, x in arrays.items())
-        raise TypeError(
-            f"{', '.join(names)} and {last} need the same dtype (integers and booleans count"
-            f" as float64): got {got}; convert them first, for example with .astype(np.float32)"
-        )
-
-
-def _work_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
-    """The dtype an array of `dtype` is treated as: integers and booleans as float64."""
-    return np.dtype(np.float64) if dtype.kind in "biu" else dtype
 
 
 def _checked_mask(
@@ -564,7 +515,7 @@ def _blocked_attention(
         return out
     q, k, v = (_flat_batch(x, batch) for x in (q, k, v))  # [b, n, d]: one loop over blocks
     out = np.empty((math.prod(batch), n_q, d_v), dtype=q.dtype)
-    workers = workers or _workers()
+    workers = workers or usable_cores()
     rows = block_rows or _block_rows(q, k, v, workers)
     blocks = _blocks(out.shape[0], n_q, rows)
     if is_causal:  # the costliest blocks (the last rows, which see the most keys) first
@@ -668,7 +619,7 @@ def _run_blocks(
         return
     # NumPy releases the GIL in matrix products and ufuncs, so threads run on
     # separate cores; BLAS gets one thread each, or its own threads would fight ours.
-    with _blas_threads(1), ThreadPoolExecutor(workers - 1) as pool:
+    with blas_threads(1), ThreadPoolExecutor(workers - 1) as pool:
         helpers = [pool.submit(work) for _ in range(workers - 1)]
         work()  # this thread works too: one thread fewer to start
         for done in helpers:
@@ -703,24 +654,6 @@ def _attend(
     else:
         scores /= sums
         np.matmul(scores, v, out=out)
-
-
-def _workers() -> int:
-    """How many cores this process may use."""
-    if hasattr(os, "sched_getaffinity"):  # Linux: the cores we are allowed on
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
-@cache
-def _blas_controller() -> ThreadpoolController:
-    """The BLAS libraries loaded with NumPy; looking them up takes a while, so once."""
-    return ThreadpoolController()
-
-
-def _blas_threads(n: int) -> AbstractContextManager[object]:
-    """Hold BLAS to `n` threads inside a ``with`` block (process-wide, as BLAS has no other way)."""
-    return _blas_controller().limit(limits=n, user_api="blas")
 
 
 # ---------------------------------------------------------------- backward
@@ -765,9 +698,9 @@ def softmax_backward(
     dy, y = _checked(dy=dy, y=y)
     if dy.shape != y.shape or y.ndim == 0:
         raise ValueError(f"dy and y need one shape, at least 1-D: got dy {dy.shape}, y {y.shape}")
-    _check_dtypes(dy=dy, y=y)
+    check_dtypes(dy=dy, y=y)
     axis = _check_axis(axis, y, "y")
-    (dy, y), out_dtype = _cast(dy, y)
+    (dy, y), out_dtype = cast(dy, y)
     out = dy - (dy * y).sum(axis=axis, keepdims=True)
     out *= y
     return out.astype(out_dtype, copy=False)
@@ -823,7 +756,7 @@ def attention_backward(
     if d_out_array.shape != want:
         raise ValueError(f"d_out needs attention's output shape {want}, got {d_out_array.shape}")
     factor = _scale(scale, d_k=q_array.shape[-1])
-    (d_out_array, q_array, k_array, v_array), out_dtype = _cast(
+    (d_out_array, q_array, k_array, v_array), out_dtype = cast(
         d_out_array, q_array, k_array, v_array
     )
     weights = attention_weights(q_array, k_array, mask=mask, is_causal=is_causal, scale=factor)
@@ -923,7 +856,7 @@ def _checked_logits_and_targets(
     (scores,) = _checked(logits=logits)
     if scores.ndim < 1 or scores.shape[-1] == 0 or scores.size == 0:
         raise ValueError(f"logits needs shape (..., vocab) with rows, got {scores.shape}")
-    (scores,), _ = _cast(scores)
+    (scores,), _ = cast(scores)
     index = np.asarray(targets)
     if index.dtype.kind not in "iu":
         raise TypeError(f"targets must be integers, got dtype {index.dtype}")
