@@ -214,7 +214,7 @@ def main() -> None:
     data |= saved_model(generator)
     np.savez_compressed(args.out, allow_pickle=False, **data)
     size = args.out.stat().st_size
-    print(f"wrote {args.out.relative_to(ROOT)}: {len(data)} arrays, {size / 1024:.0f} KiB")
+    print(f"wrote {args.out}: {len(data)} arrays, {size / 1024:.0f} KiB")
     print(f"torch {torch.__version__}, transformers {transformers.__version__}")
 
 
