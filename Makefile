@@ -36,6 +36,10 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check --line-length 79 src/opbyop/minilm.py
 	$(BIN)/ruff check --line-length 79 src/opbyop/gpt.py
 	$(BIN)/ruff format --check --line-length 79 src/opbyop/gpt.py
+	$(BIN)/ruff check --line-length 79 src/opbyop/optim.py
+	$(BIN)/ruff format --check --line-length 79 src/opbyop/optim.py
+	$(BIN)/ruff check --line-length 79 src/opbyop/sampling.py
+	$(BIN)/ruff format --check --line-length 79 src/opbyop/sampling.py
 	$(BIN)/mypy
 	$(BIN)/codespell docs src README.md
 

@@ -10,6 +10,8 @@ from site_build import ROOT
 
 import opbyop
 import opbyop.minilm
+import opbyop.optim
+import opbyop.sampling
 import opbyop.scratch
 
 PAGE = ROOT / "docs" / "reference.md"
@@ -30,7 +32,9 @@ def documented_members() -> dict[str, list[str]]:
     return blocks
 
 
-PACKAGES = {p.__name__: p for p in (opbyop, opbyop.scratch, opbyop.minilm)}
+PACKAGES = {
+    p.__name__: p for p in (opbyop, opbyop.scratch, opbyop.minilm, opbyop.optim, opbyop.sampling)
+}
 
 
 def exported() -> list[str]:
