@@ -32,7 +32,7 @@ import safetensors.numpy
 from numpy.testing import assert_allclose, assert_array_equal
 from site_build import ROOT
 
-from opbyop import gpt
+from opbyop import gpt, optim
 
 Array = np.ndarray[Any, Any]
 REF = dict(np.load(ROOT / "tests" / "data" / "gpt_reference.npz"))
@@ -551,3 +551,34 @@ def test_load_refuses_missing_files(tmp_path: Path) -> None:
         gpt.load(tmp_path)
     with pytest.raises(TypeError, match="folder must be a str or Path"):
         gpt.load(3)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- training
+
+
+def test_five_clipped_adamw_steps_follow_pytorch() -> None:
+    # torch.optim.AdamW after clip_grad_norm_, five steps on one batch: the
+    # losses before each step and after the last, and the final weights.
+    config = config_of("two_heads")
+    params = gpt.from_state_dict(reference_tensors("adamw"), config)
+    ids, targets = REF["adamw/ids"], REF["adamw/targets"]
+    optimizer = optim.AdamW(
+        params,
+        lr=float(REF["adamw/lr"]),
+        betas=tuple(REF["adamw/betas"].tolist()),
+        eps=float(REF["adamw/eps"]),
+        weight_decay=float(REF["adamw/weight_decay"]),
+    )
+    losses, norms = [], []
+    for _ in range(5):
+        loss, grads = gpt.loss_and_grads(params, ids, targets)
+        losses.append(loss)
+        norms.append(optim.clip_grad_norm(grads, float(REF["adamw/max_norm"])))
+        optimizer.step(grads)
+    losses.append(gpt.loss_and_grads(params, ids, targets)[0])
+    assert_allclose(losses, REF["adamw/losses"], rtol=0, atol=1e-10)
+    assert_allclose(norms, REF["adamw/norms"], rtol=1e-10)
+    assert losses[-1] < losses[0]  # it learned
+    final = gpt.state_dict(params)
+    for key, want in reference_tensors("adamw", "final").items():
+        assert_allclose(final[key], want, rtol=0, atol=1e-10, err_msg=key)

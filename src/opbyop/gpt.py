@@ -491,7 +491,7 @@ def loss_and_grads(
     >>> from opbyop import gpt
     >>> params = gpt.init(gpt.Config(10, 8, 1, 2, 4))
     >>> loss, grads = gpt.loss_and_grads(params, [[1, 2, 3]], [[2, 3, 4]])
-    >>> abs(loss - math.log(10)) < 0.01  # untrained: about uniform
+    >>> abs(loss - math.log(10)) < 0.1  # untrained: nearly uniform
     True
     >>> grads.blocks[0].attention.qkv.weight.shape
     (12, 4)

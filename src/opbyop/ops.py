@@ -747,8 +747,8 @@ def attention_backward(
     >>> from opbyop import attention_backward
     >>> x = np.eye(2)
     >>> dq, dk, dv = attention_backward(np.ones((2, 2)), x, x, x, is_causal=True)
-    >>> dv.round(3).tolist()  # the first value is used in full by query 0
-    [[1.67, 1.67], [0.33, 0.33]]
+    >>> dv.round(2).tolist()  # query 0 sees value 0 only; query 1 sees both
+    [[1.33, 1.33], [0.67, 0.67]]
     """
     q_array, k_array, v_array, d_out_array = _checked(q=q, k=k, v=v, d_out=d_out)
     batch = _batch_shape(q_array.shape, k_array.shape, v_array.shape)

@@ -9,6 +9,7 @@ import pytest
 from site_build import ROOT
 
 import opbyop
+import opbyop.gpt
 import opbyop.minilm
 import opbyop.optim
 import opbyop.sampling
@@ -33,7 +34,8 @@ def documented_members() -> dict[str, list[str]]:
 
 
 PACKAGES = {
-    p.__name__: p for p in (opbyop, opbyop.scratch, opbyop.minilm, opbyop.optim, opbyop.sampling)
+    p.__name__: p
+    for p in (opbyop, opbyop.scratch, opbyop.minilm, opbyop.optim, opbyop.sampling, opbyop.gpt)
 }
 
 
