@@ -219,7 +219,7 @@ def test_backward_functions_refuse_bad_input(
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_gelu_backward_far_out_is_0_or_1_with_no_warning(dtype: type) -> None:
     big = np.finfo(dtype).max
-    x = np.array([-big, -1e30, -1e5, -30.0, 30.0, 1e5, 1e30, big], dtype=dtype)
+    x: Array = np.array([-big, -1e30, -1e5, -30.0, 30.0, 1e5, 1e30, big], dtype=dtype)
     grad = gelu_backward(np.ones_like(x), x)  # filterwarnings = error
     assert grad.dtype == dtype
     assert grad.tolist() == [0.0] * 4 + [1.0] * 4

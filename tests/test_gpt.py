@@ -582,3 +582,33 @@ def test_five_clipped_adamw_steps_follow_pytorch() -> None:
     final = gpt.state_dict(params)
     for key, want in reference_tensors("adamw", "final").items():
         assert_allclose(final[key], want, rtol=0, atol=1e-10, err_msg=key)
+
+
+def test_a_batch_shared_between_cores_gives_the_same_gradients(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Three shares of a batch of 3 rows, whatever the machine's cores.
+    monkeypatch.setattr(gpt, "_SHARE_FROM", 0)
+    monkeypatch.setattr(gpt, "usable_cores", lambda: 3)
+    name = "one_head"
+    params = reference_params(name)
+    ids, targets = REF[f"{name}/ids"], REF[f"{name}/targets"]
+    assert len(gpt._shares(ids.shape[0], ids.size)) == 3
+    loss, grads = gpt.loss_and_grads(params, ids, targets)
+    assert abs(loss - float(REF[f"{name}/loss"])) <= 1e-10
+    ours = gpt.state_dict(grads)
+    for key, want in reference_tensors(name, "grad").items():
+        error = np.abs(ours[key] - want).max()
+        assert error <= 1e-9 * np.abs(want).max(), f"{key}: {error:.2e}"
+    single = gpt.forward_backward(params, ids, targets)[1]
+    for (path, a), (_, b) in zip(leaves(grads), leaves(single), strict=True):
+        assert a.dtype == b.dtype
+        assert_allclose(a, b, rtol=0, atol=1e-12 * max(np.abs(b).max(), 1), err_msg=path)
+
+
+def test_shares_cut_the_rows_evenly() -> None:
+    cores = gpt.usable_cores()
+    assert gpt._shares(8, 1) == [slice(0, 8)]  # small: one share
+    shares = gpt._shares(7, 2**20)
+    assert len(shares) == min(cores, 7)
+    assert [i for s in shares for i in range(s.start, s.stop)] == list(range(7))

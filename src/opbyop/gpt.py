@@ -46,9 +46,13 @@ References
 
 from __future__ import annotations
 
+import ctypes
+import itertools
 import json
 import math
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
 from numbers import Integral
 from pathlib import Path
 
@@ -70,6 +74,7 @@ __all__ = [
     "embed",
     "embed_backward",
     "forward",
+    "forward_backward",
     "from_state_dict",
     "init",
     "load",
@@ -85,6 +90,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from opbyop._threads import blas_threads, usable_cores
 from opbyop.heads import merge_heads, split_heads
 from opbyop.layers import (
     gelu,
@@ -457,53 +463,29 @@ def block_backward(
 # --8<-- [end:block_backward]
 
 
-# --8<-- [start:loss_and_grads]
-def loss_and_grads(
-    params: Params, ids: ArrayLike, targets: ArrayLike
+# --8<-- [start:forward_backward]
+def forward_backward(
+    params: Params, ids: Array, targets: Array
 ) -> tuple[float, Params]:  # [batch, n], [batch, n] -> loss, grads
-    """The mean cross-entropy of `targets` given `ids`, and its gradients.
+    """The loss, then every gradient: the forward pass, then back through it.
 
-    Runs the forward pass keeping each block's cache, then goes back
-    through every step. The token table is used twice (the input
+    The forward pass keeps each block's cache; the backward pass goes
+    through every step last first. The token table is used twice (the input
     embedding and the output layer), so its gradient is the sum of both.
-
-    Parameters
-    ----------
-    params : Params
-        The weights.
-    ids : array_like of int, shape (batch, n) or (n,)
-        The input tokens, as for `forward`.
-    targets : array_like of int, the shape of `ids`
-        The token that should come after each position (usually `ids`
-        shifted by one).
-
-    Returns
-    -------
-    loss : float
-        The mean cross-entropy over every position, in nats.
-    grads : Params
-        The gradient of the loss for every parameter, in the structure and
-        dtype of `params` (the same `config`).
+    `ids` and `targets` are checked integer arrays ``[batch, n]`` (use
+    `loss_and_grads`, which checks them and shares the work between cores).
 
     Examples
     --------
-    >>> import math
+    >>> import numpy as np
     >>> from opbyop import gpt
     >>> params = gpt.init(gpt.Config(10, 8, 1, 2, 4))
-    >>> loss, grads = gpt.loss_and_grads(params, [[1, 2, 3]], [[2, 3, 4]])
-    >>> abs(loss - math.log(10)) < 0.1  # untrained: nearly uniform
-    True
-    >>> grads.blocks[0].attention.qkv.weight.shape
-    (12, 4)
+    >>> ids = np.array([[1, 2, 3]])
+    >>> loss, grads = gpt.forward_backward(params, ids, ids)
+    >>> grads.token_embedding.shape
+    (10, 4)
     """
-    params = _checked_params(params)
     config = params.config
-    ids = _checked_ids(ids, config)
-    targets = _checked_ids(targets, config, "targets")
-    if targets.shape != ids.shape:
-        raise ValueError(
-            f"targets needs the shape of ids {ids.shape}, got {targets.shape}"
-        )
     # Forward, keeping what the backward pass needs.
     tokens, positions = params.token_embedding, params.position_embedding
     x = embed(ids, tokens, positions)
@@ -534,7 +516,149 @@ def loss_and_grads(
     )
 
 
+# --8<-- [end:forward_backward]
+
+
+# --8<-- [start:loss_and_grads]
+def loss_and_grads(
+    params: Params, ids: ArrayLike, targets: ArrayLike
+) -> tuple[float, Params]:  # [batch, n], [batch, n] -> loss, grads
+    """The mean cross-entropy of `targets` given `ids`, and its gradients.
+
+    Runs `forward_backward` on the batch. A large batch is cut into one
+    share of rows per core, each share's `forward_backward` runs on its own
+    thread with BLAS held to one thread (process-wide, for the call), and
+    the shares' losses and gradients are averaged, weighted by their rows:
+    the layer norms, GELUs and softmaxes then run side by side too, not
+    only the matrix products.
+
+    Parameters
+    ----------
+    params : Params
+        The weights.
+    ids : array_like of int, shape (batch, n) or (n,)
+        The input tokens, as for `forward`.
+    targets : array_like of int, the shape of `ids`
+        The token that should come after each position (usually `ids`
+        shifted by one).
+
+    Returns
+    -------
+    loss : float
+        The mean cross-entropy over every position, in nats.
+    grads : Params
+        The gradient of the loss for every parameter, in the structure and
+        dtype of `params` (the same `config`).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For bad `ids` or `targets`, as `forward`.
+
+    Notes
+    -----
+    A step allocates and frees many arrays of a megabyte or more. By
+    default glibc hands such memory back to the system as soon as it is
+    freed, and the next step pays a page fault for every 4 KiB of it again:
+    about a quarter of a small model's step. So the first call asks glibc
+    (on Linux; elsewhere nothing happens) to keep up to 256 MiB of freed
+    memory for reuse, for the rest of the process.
+
+    Examples
+    --------
+    >>> import math
+    >>> from opbyop import gpt
+    >>> params = gpt.init(gpt.Config(10, 8, 1, 2, 4))
+    >>> loss, grads = gpt.loss_and_grads(params, [[1, 2, 3]], [[2, 3, 4]])
+    >>> abs(loss - math.log(10)) < 0.1  # untrained: nearly uniform
+    True
+    >>> grads.blocks[0].attention.qkv.weight.shape
+    (12, 4)
+    """
+    params = _checked_params(params)
+    ids = _checked_ids(ids, params.config)
+    targets = _checked_ids(targets, params.config, "targets")
+    if targets.shape != ids.shape:
+        raise ValueError(
+            f"targets needs the shape of ids {ids.shape}, got {targets.shape}"
+        )
+    _keep_freed_memory()
+    ids, targets = np.atleast_2d(ids), np.atleast_2d(targets)  # [batch, n]
+    shares = _shares(ids.shape[0], ids.size * params.config.d_model)
+    if len(shares) == 1:
+        return forward_backward(params, ids, targets)
+    with blas_threads(1):
+        helpers = [
+            _pool().submit(forward_backward, params, ids[s], targets[s])
+            for s in shares[1:]
+        ]
+        first = forward_backward(params, ids[shares[0]], targets[shares[0]])
+        results = [first] + [helper.result() for helper in helpers]
+    weights = [(s.stop - s.start) / ids.shape[0] for s in shares]
+    loss = sum(
+        w * share_loss
+        for w, (share_loss, _) in zip(weights, results, strict=True)
+    )
+    return loss, _weighted_sum([g for _, g in results], weights)
+
+
 # --8<-- [end:loss_and_grads]
+
+
+# A batch is shared between the cores from this many numbers per layer
+# (tokens times d_model) on: below, starting threads costs more than it saves.
+_SHARE_FROM = 2**15
+
+
+def _shares(rows: int, size: int) -> list[slice]:
+    """The rows of a batch cut into one run per core (or one run)."""
+    n = min(usable_cores(), rows) if size >= _SHARE_FROM else 1
+    cuts = [round(i * rows / n) for i in range(n + 1)]
+    return [slice(a, b) for a, b in itertools.pairwise(cuts)]
+
+
+@cache
+def _pool() -> ThreadPoolExecutor:
+    """Threads for the other cores, started once (idle, they cost nothing)."""
+    return ThreadPoolExecutor(max(usable_cores() - 1, 1), "opbyop-gpt")
+
+
+def _weighted_sum(trees: list[Any], weights: list[float]) -> Any:
+    """``sum(w * tree)`` array by array, for trees shaped as `Params`."""
+    first = trees[0]
+    if isinstance(first, np.ndarray):
+        out = first * weights[0]  # a Python float: float32 stays float32
+        for tree, weight in zip(trees[1:], weights[1:], strict=True):
+            out += tree * weight
+        return out
+    if isinstance(first, Config):
+        return first
+    parts = [
+        _weighted_sum([tree[i] for tree in trees], weights)
+        for i in range(len(first))
+    ]
+    return type(first)(*parts) if hasattr(first, "_fields") else tuple(parts)
+
+
+# glibc's mallopt parameters (malloc.h).
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+
+
+@cache
+def _keep_freed_memory() -> None:
+    """Ask glibc to keep freed memory for reuse (once per process).
+
+    Blocks under 64 MiB come from the heap rather than from their own
+    mapping, and up to 256 MiB free at the heap's top is kept: a training
+    step's arrays then reuse the last step's pages instead of faulting new
+    ones in.
+    """
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (AttributeError, OSError, TypeError):  # not glibc: leave it be
+        return
+    mallopt(_M_MMAP_THRESHOLD, 64 * 2**20)
+    mallopt(_M_TRIM_THRESHOLD, 256 * 2**20)
 
 
 # ------------------------------------------------------------ initialisation
