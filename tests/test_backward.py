@@ -19,6 +19,7 @@ from numpy.testing import assert_allclose
 from opbyop import (
     attention,
     attention_backward,
+    attention_weights,
     cross_entropy,
     cross_entropy_backward,
     gelu,
@@ -125,7 +126,8 @@ def test_attention_backward(kwargs: dict[str, Any]) -> None:
     def loss() -> float:
         return float((attention(q, k, v, **kwargs) * r).sum())
 
-    dq, dk, dv = attention_backward(r, q, k, v, **kwargs)
+    weights = attention_weights(q, k, **kwargs)
+    dq, dk, dv = attention_backward(r, q, k, v, weights, scale=kwargs.get("scale"))
     check(dq, loss, q)
     check(dk, loss, k)
     check(dv, loss, v)
@@ -177,7 +179,8 @@ def test_backward_functions_keep_float32() -> None:
     assert gelu_backward(x, x).dtype == f
     assert softmax_backward(x, x).dtype == f
     q = np.ones((2, 3), f)
-    assert {a.dtype for a in attention_backward(q, q, q, q, is_causal=True)} == {np.dtype(f)}
+    weights = attention_weights(q, q, is_causal=True)
+    assert {a.dtype for a in attention_backward(q, q, q, q, weights)} == {np.dtype(f)}
     assert cross_entropy_backward(x, np.array([0, 1])).dtype == f
 
 
@@ -199,8 +202,11 @@ def test_backward_functions_keep_float32() -> None:
         (lambda: gelu_backward(np.ones(2), np.ones(3)), ValueError, "dy needs the shape of x"),
         (lambda: softmax_backward(np.ones(2), np.ones(3)), ValueError, "one shape"),
         (lambda: attention_backward(np.ones((3, 3)), np.ones((3, 2)), np.ones((4, 2)),
-                                    np.ones((4, 2))), ValueError,
+                                    np.ones((4, 2)), np.ones((3, 4))), ValueError,
          r"d_out needs attention's output shape \(3, 2\)"),
+        (lambda: attention_backward(np.ones((3, 2)), np.ones((3, 2)), np.ones((4, 2)),
+                                    np.ones((4, 2)), np.ones((3, 3))), ValueError,
+         r"weights needs the scores' shape \(3, 4\)"),
         (lambda: cross_entropy(np.ones((2, 3)), np.array([0, 3])), ValueError,
          "targets must be between 0 and 2"),
         (lambda: cross_entropy(np.ones((2, 3)), np.array([0.0, 1.0])), TypeError,

@@ -101,8 +101,8 @@ from opbyop.layers import (
     linear_backward,
 )
 from opbyop.ops import (
-    attention,
     attention_backward,
+    attention_weights,
     cross_entropy,
     cross_entropy_backward,
 )
@@ -274,6 +274,7 @@ class BlockCache(NamedTuple):
     q: Array  # [..., n_heads, n, d_head]
     k: Array
     v: Array
+    weights: Array  # attention's [..., n_heads, n, n]
     merged: Array  # attention's heads side by side [..., n, d]
     middle: Array  # x + the attention half
     normed_2: Array  # ln_2(middle)
@@ -294,22 +295,33 @@ def block_forward(
     >>> params = gpt.init(gpt.Config(10, 8, 1, 2, 4))
     >>> x = np.ones((3, 4), dtype=np.float32)
     >>> out, cache = gpt.block_forward(x, params.blocks[0], n_heads=2)
-    >>> out.shape, cache.q.shape  # [n, d]; [n_heads, n, d_head]
-    ((3, 4), (2, 3, 2))
+    >>> out.shape, cache.q.shape, cache.weights.shape
+    ((3, 4), (2, 3, 2), (2, 3, 3))
     """
     normed_1 = layer_norm(x, *block.norm_1, eps=LAYER_NORM_EPS)
     qkv = linear(normed_1, *block.attention.qkv)  # [..., n, 3 d]
     q, k, v = (
         split_heads(part, n_heads) for part in np.split(qkv, 3, axis=-1)
     )  # each [..., n_heads, n, d_head], views of qkv
-    merged = merge_heads(attention(q, k, v, is_causal=True))  # [..., n, d]
+    weights = attention_weights(q, k, is_causal=True)  # [..., n_heads, n, n]
+    merged = merge_heads(weights @ v)  # [..., n, d]
     middle = x + linear(merged, *block.attention.output)  # residual add
     normed_2 = layer_norm(middle, *block.norm_2, eps=LAYER_NORM_EPS)
     widened = linear(normed_2, *block.mlp.widen)  # [..., n, 4 d]
     activated = gelu(widened, approximate="tanh")  # GPT-2's "gelu_new"
     out = middle + linear(activated, *block.mlp.narrow)  # residual add
     cache = BlockCache(
-        x, normed_1, q, k, v, merged, middle, normed_2, widened, activated
+        x,
+        normed_1,
+        q,
+        k,
+        v,
+        weights,
+        merged,
+        middle,
+        normed_2,
+        widened,
+        activated,
     )
     return out, cache
 
@@ -440,7 +452,7 @@ def block_backward(
         d_middle, c.merged, block.attention.output.weight
     )
     d_heads = split_heads(d_merged, n_heads)  # merge_heads, backward
-    d_q, d_k, d_v = attention_backward(d_heads, c.q, c.k, c.v, is_causal=True)
+    d_q, d_k, d_v = attention_backward(d_heads, c.q, c.k, c.v, c.weights)
     d_qkv = np.concatenate(
         [merge_heads(d_q), merge_heads(d_k), merge_heads(d_v)], axis=-1
     )  # [..., n, 3 d]: the split, backward

@@ -711,29 +711,34 @@ def attention_backward(
     q: ArrayLike,
     k: ArrayLike,
     v: ArrayLike,
+    weights: ArrayLike,
     *,
-    mask: ArrayLike | None = None,
-    is_causal: bool = False,
     scale: float | None = None,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
-    # [..., n_q, d_v], [..., n_q, d_k], [..., n_k, d_k], [..., n_k, d_v] -> dq, dk, dv
-    """The gradients of `attention` with respect to `q`, `k` and `v`.
+    # [..., n_q, d_v], [..., n_q, d_k], [..., n_k, d_k], [..., n_k, d_v],
+    # [..., n_q, n_k] -> dq, dk, dv
+    """The gradients of attention with respect to `q`, `k` and `v`.
 
-    Attention is ``weights @ v`` with ``weights = softmax(q @ k.T * scale)``:
-    three operations, taken backward in turn. The weights are recomputed from
-    `q` and `k` (`attention_weights`), as a training step does not keep them.
+    Attention is ``weights @ v`` with ``weights = softmax(q @ k.T * scale)``
+    (`attention_weights`): three operations, taken backward in turn.
 
     1. ``dv = weights.T @ d_out`` and ``d_weights = d_out @ v.T`` (a product);
     2. ``d_scores = softmax_backward(d_weights, weights)``: hidden keys have
-       weight 0, so they get no gradient;
+       weight 0, so they get no gradient (the weights carry the mask);
     3. ``dq = d_scores @ k * scale`` and ``dk = d_scores.T @ q * scale``.
 
     Parameters
     ----------
     d_out : array_like, shape (..., n_q, d_v)
         The gradient of the loss with respect to attention's output.
-    q, k, v, mask, is_causal, scale
-        What `attention` was called with.
+    q, k, v : array_like
+        Attention's inputs.
+    weights : array_like, shape (..., n_q, n_k)
+        What ``attention_weights(q, k, ...)`` gave them in the forward pass,
+        with its mask, `is_causal` and `scale`.
+    scale : float, optional
+        The scale the weights were computed with. Default:
+        ``1 / sqrt(d_k)``.
 
     Returns
     -------
@@ -744,24 +749,33 @@ def attention_backward(
     Examples
     --------
     >>> import numpy as np
-    >>> from opbyop import attention_backward
+    >>> from opbyop import attention_backward, attention_weights
     >>> x = np.eye(2)
-    >>> dq, dk, dv = attention_backward(np.ones((2, 2)), x, x, x, is_causal=True)
+    >>> weights = attention_weights(x, x, is_causal=True)
+    >>> dq, dk, dv = attention_backward(np.ones((2, 2)), x, x, x, weights)
     >>> dv.round(2).tolist()  # query 0 sees value 0 only; query 1 sees both
     [[1.33, 1.33], [0.67, 0.67]]
     """
     q_array, k_array, v_array, d_out_array = _checked(q=q, k=k, v=v, d_out=d_out)
+    (weights_array,) = _checked(weights=weights)
+    check_dtypes(q=q_array, weights=weights_array)
     batch = _batch_shape(q_array.shape, k_array.shape, v_array.shape)
     want = (*batch, q_array.shape[-2], v_array.shape[-1])
     if d_out_array.shape != want:
         raise ValueError(f"d_out needs attention's output shape {want}, got {d_out_array.shape}")
+    scores_shape = (*batch, q_array.shape[-2], k_array.shape[-2])
+    if weights_array.shape != scores_shape:
+        raise ValueError(
+            f"weights needs the scores' shape {scores_shape} (..., n_q, n_k), "
+            f"got {weights_array.shape}"
+        )
     factor = _scale(scale, d_k=q_array.shape[-1])
-    (d_out_array, q_array, k_array, v_array), out_dtype = cast(
-        d_out_array, q_array, k_array, v_array
+    (d_out_array, q_array, k_array, v_array, weights_array), out_dtype = cast(
+        d_out_array, q_array, k_array, v_array, weights_array
     )
-    weights = attention_weights(q_array, k_array, mask=mask, is_causal=is_causal, scale=factor)
-    dv = np.swapaxes(weights, -1, -2) @ d_out_array
-    d_scores = softmax_backward(d_out_array @ np.swapaxes(v_array, -1, -2), weights)
+    dv = np.swapaxes(weights_array, -1, -2) @ d_out_array
+    d_weights = d_out_array @ np.swapaxes(v_array, -1, -2)
+    d_scores = softmax_backward(d_weights, weights_array)
     dq = d_scores @ k_array
     dq *= factor
     dk = np.swapaxes(d_scores, -1, -2) @ q_array
