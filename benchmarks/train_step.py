@@ -230,7 +230,7 @@ def breakdown_side(folder: str, name: str, reps: int) -> dict[str, Any]:
     patches = [
         (opbyop.gpt, "linear", "matrix products"),
         (opbyop.gpt, "linear_backward", "matrix products"),
-        (opbyop.gpt, "attention", "attention"),
+        (opbyop.gpt, "attention_weights", "attention"),
         (opbyop.gpt, "attention_backward", "attention"),
         (opbyop.gpt, "gelu", "GELU"),
         (opbyop.gpt, "gelu_backward", "GELU"),
