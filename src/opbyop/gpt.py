@@ -20,11 +20,13 @@ The module reads top to bottom as the model runs:
 3. a final layer norm, then the output layer: a product with the token
    table itself (tied weights), one score (logit) per vocabulary entry.
 
-`forward` runs them; `loss_and_grads` runs them keeping what the backward
-pass needs, measures the cross-entropy, and goes back through every step
-with the backward functions of `opbyop` (`linear_backward`,
+`forward` runs them. `forward_backward` runs them keeping what the
+backward pass needs, measures the cross-entropy, and goes back through
+every step with the backward functions of `opbyop` (`linear_backward`,
 `layer_norm_backward`, `gelu_backward`, `attention_backward`,
-`cross_entropy_backward`) and `embed_backward` here: no autograd.
+`cross_entropy_backward`), `block_backward` and `embed_backward` here:
+no autograd. `loss_and_grads` checks its input and shares a batch's
+`forward_backward` between the CPU cores.
 
 `state_dict` and `from_state_dict` convert to and from Hugging Face's
 names and layouts; `save` writes a folder that
