@@ -21,7 +21,13 @@ from site_build import ROOT
 pytestmark = pytest.mark.slow
 
 NO_REGISTRY = ("No matching distribution", "Could not find a version", "Failed to establish")
-LICENCES = ["LICENSE", "NOTICE", "LICENSES/Apache-2.0.txt"]
+LICENCES = [
+    "LICENSE",
+    "NOTICE",
+    "LICENSES/Apache-2.0.txt",
+    "LICENSES/Python-2.0.txt",
+    "LICENSES/GPT-2-Modified-MIT.txt",
+]
 USE_IT = """
 import numpy as np
 from opbyop import attention
@@ -30,6 +36,11 @@ from opbyop.words import word_vectors
 x = word_vectors("we fished from the river bank")
 assert attention(x, x, x).shape == (6, 384)
 import opbyop.minilm  # its runtime dependency, safetensors, came with the wheel
+from opbyop import corpus
+train, validation = corpus.load()  # the shipped text, its SHA-256 checked
+assert "def " in train and "class " in validation
+from opbyop import bpe  # and regex
+assert bpe.BytePairs.train("aaabdaaabac", 259).encode("aaab") == [258]
 print("ok")
 """
 
@@ -60,6 +71,9 @@ def test_the_wheel_carries_the_data_and_the_licences(dist: Path) -> None:
     assert "opbyop/data/minilm_words.npz" in names
     assert "opbyop/py.typed" in names
     assert "opbyop/scratch/four_ops.py" in names
+    for corpus_file in ["corpus_train.txt.xz", "corpus_validation.txt.xz", "corpus_manifest.tsv"]:
+        assert f"opbyop/data/{corpus_file}" in names, corpus_file
+    assert "opbyop/scratch/byte_pairs.py" in names
     info = next(name.split("/")[0] for name in names if name.endswith(".dist-info/METADATA"))
     for licence in LICENCES:
         assert f"{info}/licenses/{licence}" in names, licence
@@ -69,7 +83,14 @@ def test_the_sdist_carries_the_sources_data_and_licences(dist: Path) -> None:
     [sdist] = dist.glob("opbyop-*.tar.gz")
     with tarfile.open(sdist) as archive:
         names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
-    for needed in [*LICENCES, "README.md", "pyproject.toml", "src/opbyop/data/minilm_words.npz"]:
+    for needed in [
+        *LICENCES,
+        "README.md",
+        "pyproject.toml",
+        "src/opbyop/data/minilm_words.npz",
+        "src/opbyop/data/corpus_train.txt.xz",
+        "tools/build_corpus.py",
+    ]:
         assert needed in names, needed
 
 

@@ -134,6 +134,11 @@ def test_top_p_keeps_the_token_that_crosses_p() -> None:
     assert (sampling.top_p(logits, 1e-9) > -np.inf).tolist() == [False, True, False]
 
 
+def test_top_p_at_1_drops_only_tokens_of_probability_0() -> None:
+    logits = np.array([0.0, -1000.0, -30.0, -np.inf])  # exp(-1000) is 0
+    assert sampling.top_p(logits, 1.0).tolist() == [0.0, -np.inf, -30.0, -np.inf]
+
+
 def test_min_p_keeps_the_most_likely_token_even_at_1() -> None:
     logits = np.array([[0.0, 3.0, 2.9], [1.0, 1.0, -2.0]])
     assert (sampling.min_p(logits, 1.0) > -np.inf).tolist() == [

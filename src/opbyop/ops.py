@@ -17,12 +17,12 @@ Numerics follow PyTorch:
   overflows ``exp`` or raises a RuntimeWarning.
 - A softmax row holding ``+inf`` or ``nan``, or only ``-inf``, is all ``nan``.
 - Attention follows the math path of PyTorch's
-  ``scaled_dot_product_attention`` (the one it takes for 2-D and 3-D inputs):
+  ``scaled_dot_product_attention`` (the one PyTorch 2.13 takes for 2-D and 3-D inputs):
   q and k are each multiplied by ``sqrt(scale)`` before their product, so
   scores overflow only where ``q @ k.T * scale`` itself is too large for the
   dtype. Such a score becomes ``inf`` and its row ``nan``, with no
-  RuntimeWarning. (PyTorch's fused CPU kernel, which it uses for 4-D inputs,
-  scales after the product, so it overflows sooner.)
+  RuntimeWarning. (PyTorch's fused CPU kernel, which 2.13 uses for 4-D inputs
+  and 2.14 for 3-D ones too, scales after the product, so it overflows sooner.)
 - In attention, a query row whose scores are all ``-inf`` (every key masked
   out) gets zero weights and a zero output, as in PyTorch 2.5 and later.
 
@@ -193,8 +193,8 @@ def attention(
     ``attention_weights(q, k, mask=mask, is_causal=is_causal) @ v``, as the
     math path of ``torch.nn.functional.scaled_dot_product_attention`` computes
     it without dropout: q and k are each multiplied by ``sqrt(scale)`` before
-    their product. PyTorch takes that path for 2-D and 3-D inputs; its fused
-    CPU kernel, which it uses for 4-D ones, scales after the product and so
+    their product. PyTorch 2.13 takes that path for 2-D and 3-D inputs; its fused
+    CPU kernel, which it uses for 4-D ones (2.14: 3-D too), scales after the product and so
     overflows sooner.
 
     Use it for the result; use `attention_weights` to look at the weights. It

@@ -10,8 +10,10 @@ functions here walk them the same way:
 - everything else (numbers, strings, None, a config) is left alone.
 
 So a model's parameters can carry their config beside their arrays.
-Gradients must have the same arrays at the same paths, with the same shapes
-(a dict's key and a field of the same name count as the same step).
+Gradients must have arrays at the same paths, with the same shapes; the
+containers may differ (a dict's key ``"wte"`` and a field ``wte`` give the
+same path), and so may what else they hold. An array found twice (the same
+object at two paths) is refused by `AdamW`: it would be updated twice.
 
 References
 ----------

@@ -9,6 +9,8 @@ import pytest
 from site_build import ROOT
 
 import opbyop
+import opbyop.bpe
+import opbyop.corpus
 import opbyop.gpt
 import opbyop.minilm
 import opbyop.optim
@@ -33,14 +35,24 @@ def documented_members() -> dict[str, list[str]]:
     return blocks
 
 
+# Part 2's modules are used as modules (from opbyop import bpe): each is its own package here.
 PACKAGES = {
     p.__name__: p
-    for p in (opbyop, opbyop.scratch, opbyop.minilm, opbyop.optim, opbyop.sampling, opbyop.gpt)
+    for p in (
+        opbyop,
+        opbyop.scratch,
+        opbyop.minilm,
+        opbyop.optim,
+        opbyop.sampling,
+        opbyop.corpus,
+        opbyop.bpe,
+        opbyop.gpt,
+    )
 }
 
 
 def exported() -> list[str]:
-    """``package.name`` for every name in ``__all__`` of opbyop, its scratch and its model."""
+    """``package.name`` for every name in ``__all__`` of opbyop and of each module above."""
     return [f"{p.__name__}.{name}" for p in PACKAGES.values() for name in p.__all__]
 
 

@@ -14,11 +14,23 @@ One module per episode, each importing nothing but the standard library
 - `opbyop.scratch.embeddings`: episode 5, the input vectors: a token's word
   row plus its position's row.
 - `opbyop.scratch.block`: episode 6, layer norm and GELU.
+- `opbyop.scratch.byte_pairs`: episode 12, byte pairs: merges learned from
+  text, and text encoded with them (with ``regex`` for GPT-2's pattern).
 
 Every function is also importable from ``opbyop.scratch`` itself.
 """
 
 from opbyop.scratch.block import Vector, gelu, layer_norm
+from opbyop.scratch.byte_pairs import (
+    GPT2_PATTERN,
+    Pair,
+    count_pairs,
+    decode_ids,
+    encode_text,
+    merge_pair,
+    split_pieces,
+    train_merges,
+)
 from opbyop.scratch.embeddings import embed
 from opbyop.scratch.four_ops import (
     Matrix,
@@ -42,12 +54,17 @@ from opbyop.scratch.masks import (
 from opbyop.scratch.projections import linear
 
 __all__ = [
+    "GPT2_PATTERN",
     "Mask",
     "Matrix",
+    "Pair",
     "Vector",
     "attention",
     "causal_mask",
+    "count_pairs",
+    "decode_ids",
     "embed",
+    "encode_text",
     "gelu",
     "layer_norm",
     "linear",
@@ -55,9 +72,12 @@ __all__ = [
     "masked_softmax",
     "mat_mul",
     "merge_heads",
+    "merge_pair",
     "multi_head_attention",
     "scale",
     "softmax",
     "split_heads",
+    "split_pieces",
+    "train_merges",
     "transpose",
 ]
