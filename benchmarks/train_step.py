@@ -23,7 +23,7 @@ fastest step of the two sides (the ratio is the median of the rounds'
 ratios). It also reports each side's peak memory (the process's peak
 resident set, and how much of it the steps added to the loaded model) and
 where opbyop's step spends its time (each operation's calls timed inside
-the step).
+the step, held to one core: the shares of the work the cores split).
 
 Usage::
 
@@ -211,10 +211,19 @@ def memory_side(side: str, folder: str, name: str) -> dict[str, Any]:
 
 
 def breakdown_side(folder: str, name: str, reps: int) -> dict[str, Any]:
-    """Where opbyop's step spends its time: each operation's calls timed inside it."""
+    """Where opbyop's step spends its time: each operation's calls timed inside it.
+
+    loss_and_grads shares a batch between the cores, so the step is held to
+    one core here (one share, BLAS on one thread): the shares are those of
+    the work, which the cores then split.
+    """
+    import threadpoolctl
+
     import opbyop.gpt
     from opbyop import optim
 
+    threadpoolctl.threadpool_limits(1, "blas")
+    opbyop.gpt.usable_cores = lambda: 1
     spent: dict[str, float] = {}
 
     def timed(category: str, function: Callable[..., Any]) -> Callable[..., Any]:
@@ -344,7 +353,7 @@ def print_report(result: dict[str, Any]) -> None:
         print(f"{name:<11} {cells}")
     b = result["breakdown"]
     parts = ", ".join(f"{c} {v * 1e3:.2f} ({v / b['total']:.0%})" for c, v in b["parts"].items())
-    print(f"\nwhere opbyop's d128_n64 step goes: {b['total'] * 1e3:.1f} ms = {parts}")
+    print(f"\nwhere opbyop's d128_n64 step goes, on one core: {b['total'] * 1e3:.1f} ms = {parts}")
     load = result["load_average"]
     print(f"\nload average before {load['before']:.2f}, after {load['after']:.2f}")
     print(f"BLAS: {result['machine']['blas']}, env {result['machine']['env'] or 'clean'}")
