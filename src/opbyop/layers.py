@@ -162,13 +162,12 @@ def layer_norm(
     rows = real_array(x, "x")
     if rows.ndim < 1 or rows.shape[-1] == 0:
         raise ValueError(f"layer_norm needs x with a last dimension d >= 1, got shape {rows.shape}")
-    given = {
-        "x": rows,
-        "weight": _vector(weight, "weight", rows),
-        "bias": _vector(bias, "bias", rows),
-    }
-    if isinstance(eps, bool) or not isinstance(eps, Real) or not 0 <= eps < math.inf:
+    weight, bias = _vector(weight, "weight", rows), _vector(bias, "bias", rows)
+    if not (type(eps) is float and 0 <= eps < math.inf) and (  # a float: the quick check
+        isinstance(eps, bool) or not isinstance(eps, Real) or not 0 <= eps < math.inf
+    ):
         raise ValueError(f"layer_norm: eps must be a finite number >= 0, got {eps!r}")
+    given = {"x": rows, "weight": weight, "bias": bias}
     arrays = {name: a for name, a in given.items() if a is not None}
     check_dtypes(**arrays)  # one dtype for all, as in PyTorch
     converted, out_dtype = cast(*arrays.values())
@@ -178,7 +177,7 @@ def layer_norm(
         out *= params["weight"]
     if "bias" in params:
         out += params["bias"]
-    return out.astype(out_dtype, copy=False)
+    return out if out.dtype == out_dtype else out.astype(out_dtype)
 
 
 def _vector(p: ArrayLike | None, name: str, x: NDArray[Any]) -> NDArray[Any] | None:
@@ -305,9 +304,13 @@ def _row_dots(x: FloatArray) -> FloatArray:  # [..., d] -> [...]
     """Each row's dot product with itself, its sum of squares, in the dtype of `x`."""
     if x.shape[-1] > _LONG_ROWS:
         return np.einsum("...i,...i->...", x, x, dtype=np.float64).astype(x.dtype)
-    if hasattr(np, "vecdot"):  # NumPy 2: 3x faster than einsum
-        return np.vecdot(x, x)
+    if _vecdot is not None:  # NumPy 2: 3x faster than einsum
+        dots: FloatArray = _vecdot(x, x)
+        return dots
     return np.einsum("...i,...i->...", x, x)
+
+
+_vecdot = getattr(np, "vecdot", None)
 
 
 # Summed in float32, a row loses about a rounding per thousand numbers (3e-6
