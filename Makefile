@@ -34,6 +34,8 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check --line-length 79 src/opbyop/tokenizer.py
 	$(BIN)/ruff check --line-length 79 src/opbyop/minilm.py
 	$(BIN)/ruff format --check --line-length 79 src/opbyop/minilm.py
+	$(BIN)/ruff check --line-length 79 src/opbyop/gpt.py
+	$(BIN)/ruff format --check --line-length 79 src/opbyop/gpt.py
 	$(BIN)/ruff check --line-length 79 src/opbyop/optim.py
 	$(BIN)/ruff format --check --line-length 79 src/opbyop/optim.py
 	$(BIN)/ruff check --line-length 79 src/opbyop/sampling.py
@@ -54,6 +56,7 @@ TORCH_PYTHON ?= $(BIN)/python
 bench: $(STAMP)
 	$(BIN)/python benchmarks/attention.py
 	$(BIN)/python benchmarks/minilm.py --torch-python $(TORCH_PYTHON)
+	$(BIN)/python benchmarks/train_step.py --torch-python $(TORCH_PYTHON)
 	$(BIN)/python benchmarks/bpe.py --other-python $(TORCH_PYTHON)
 
 # Re-resolve every dependency to its newest allowed release and pin the result.

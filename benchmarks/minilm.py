@@ -143,7 +143,7 @@ def breakdown_side(reps: dict[str, int]) -> dict[str, Any]:
     from opbyop import minilm
 
     threadpoolctl.threadpool_limits(1, "blas")
-    opbyop.minilm._workers = lambda: 1
+    opbyop.minilm.usable_cores = lambda: 1
     model = minilm.load()
     spent: dict[str, float] = {}
 

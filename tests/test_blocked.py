@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from opbyop import attention, attention_weights, ops
+from opbyop import _threads, attention, attention_weights, ops
 
 Array = np.ndarray[Any, Any]
 
@@ -134,9 +134,9 @@ def test_blocks_leave_their_inputs_alone() -> None:
 
 
 def test_blas_threads_come_back_after_a_threaded_call() -> None:
-    before = [lib["num_threads"] for lib in ops._blas_controller().info()]
+    before = [lib["num_threads"] for lib in _threads.blas_controller().info()]
     blocked(rand(64, 4), rand(64, 4), rand(64, 4), 8, 2)
-    assert [lib["num_threads"] for lib in ops._blas_controller().info()] == before
+    assert [lib["num_threads"] for lib in _threads.blas_controller().info()] == before
 
 
 def test_a_failing_block_raises_in_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:

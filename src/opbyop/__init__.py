@@ -8,22 +8,44 @@ work on strings, in plain Python.
 """
 
 from opbyop.heads import merge_heads, multi_head_attention, split_heads
-from opbyop.layers import gelu, layer_norm, linear
-from opbyop.ops import attention, attention_weights, softmax
+from opbyop.layers import (
+    gelu,
+    gelu_backward,
+    layer_norm,
+    layer_norm_backward,
+    linear,
+    linear_backward,
+)
+from opbyop.ops import (
+    attention,
+    attention_backward,
+    attention_weights,
+    cross_entropy,
+    cross_entropy_backward,
+    softmax,
+    softmax_backward,
+)
 from opbyop.tokenizer import WordPiece, normalize_text, split_words, word_pieces
 from opbyop.words import vocabulary, word_vectors
 
 __all__ = [
     "WordPiece",
     "attention",
+    "attention_backward",
     "attention_weights",
+    "cross_entropy",
+    "cross_entropy_backward",
     "gelu",
+    "gelu_backward",
     "layer_norm",
+    "layer_norm_backward",
     "linear",
+    "linear_backward",
     "merge_heads",
     "multi_head_attention",
     "normalize_text",
     "softmax",
+    "softmax_backward",
     "split_heads",
     "split_words",
     "vocabulary",

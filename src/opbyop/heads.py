@@ -24,8 +24,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from opbyop._checks import cast, check_dtypes, real_array
 from opbyop.layers import linear
-from opbyop.ops import _cast, _check_dtypes, _real_array, attention
+from opbyop.ops import attention
 
 __all__ = ["merge_heads", "multi_head_attention", "split_heads"]
 
@@ -72,7 +73,7 @@ def split_heads(
            [ 6,  7],
            [10, 11]])
     """
-    array = _real_array(x, "x")
+    array = real_array(x, "x")
     _check_heads(array, n_heads)
     *batch, n, d_model = array.shape
     pieces = array.reshape(*batch, n, n_heads, d_model // n_heads)  # [..., n, n_heads, d_head]
@@ -104,7 +105,7 @@ def merge_heads(x: ArrayLike) -> NDArray[Any]:  # [..., n_heads, n, d_head] -> [
     >>> bool((merge_heads(split_heads(x, 2)) == x).all())
     True
     """
-    array = _real_array(x, "x")
+    array = real_array(x, "x")
     if array.ndim < 3:
         raise ValueError(
             f"x needs at least 3 dimensions (..., n_heads, n, d_head), got shape {array.shape}"
@@ -197,7 +198,7 @@ def multi_head_attention(
     array([[1., 0., 0., 1.],
            [1., 0., 0., 1.]])
     """
-    x_array = _real_array(x, "x")
+    x_array = real_array(x, "x")
     _check_heads(x_array, n_heads)
     given = {"w_q": w_q, "b_q": b_q, "w_k": w_k, "b_k": b_k}
     given |= {"w_v": w_v, "b_v": b_v, "w_o": w_o, "b_o": b_o}
@@ -209,9 +210,9 @@ def multi_head_attention(
     mask_array = _checked_mask(mask, x_array.shape, n_heads)
     if not isinstance(is_causal, (bool, np.bool_)):
         raise TypeError(f"is_causal must be True or False, got {is_causal!r}")
-    _check_dtypes(x=x_array, **params)  # one dtype for all, as in PyTorch
-    (x_work, *cast), out_dtype = _cast(x_array, *params.values())  # float32 or float64
-    p = dict(zip(params, cast, strict=True))
+    check_dtypes(x=x_array, **params)  # one dtype for all, as in PyTorch
+    (x_work, *converted), out_dtype = cast(x_array, *params.values())  # float32 or float64
+    p = dict(zip(params, converted, strict=True))
 
     shape, tokens = x_work.shape, math.prod(x_work.shape[:-1])
     rows = x_work.reshape(tokens, shape[-1])  # [tokens, d_model]: 2-D products are 3x faster
@@ -244,7 +245,7 @@ def _checked_param(param: ArrayLike | None, name: str, x_shape: tuple[int, ...])
     """A weight (d_model, d_model) or a bias (d_model,) as an array, or a clear error."""
     if param is None:
         raise TypeError(f"{name} must be an array of shape (d_model, d_model), got None")
-    array = _real_array(param, name)
+    array = real_array(param, name)
     d_model = x_shape[-1]
     want = (d_model, d_model) if name.startswith("w") else (d_model,)
     if array.shape != want:

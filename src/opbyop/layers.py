@@ -16,15 +16,23 @@ References
 from __future__ import annotations
 
 import math
+from functools import cache
 from numbers import Real
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from opbyop.ops import _cast, _check_dtypes, _real_array
+from opbyop._checks import cast, check_dtypes, real_array
 
-__all__ = ["gelu", "layer_norm", "linear"]
+__all__ = [
+    "gelu",
+    "gelu_backward",
+    "layer_norm",
+    "layer_norm_backward",
+    "linear",
+    "linear_backward",
+]
 
 FloatArray = NDArray[np.floating[Any]]
 
@@ -53,26 +61,36 @@ def linear(
     Returns
     -------
     numpy.ndarray, shape (..., d_out)
+        float32 and float64 stay as they are, float16 is computed in float32,
+        integers and booleans give float64. `x`, `weight` and `bias` share
+        one dtype (integers and booleans counting as float64): a mix is
+        refused, as ``torch.nn.functional.linear`` refuses it.
 
     Examples
     --------
     >>> from opbyop import linear
     >>> linear([[1.0, 2.0]], [[1.0, 0.0], [1.0, 1.0]], [0.5, 0.0]).tolist()
     [[1.5, 3.0]]
+    >>> linear([[1, 2]], [[1, 1]]).dtype
+    dtype('float64')
     """
-    x, weight = np.asarray(x), np.asarray(weight)
+    x, weight = real_array(x, "x"), real_array(weight, "weight")
     if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1]:
         raise ValueError(
             "linear needs x (..., d_in) and weight (d_out, d_in): "
             f"got x {x.shape}, weight {weight.shape}"
         )
+    arrays = {"x": x, "weight": weight}
     if bias is not None:
-        bias = np.asarray(bias)
-        if bias.shape != (weight.shape[0],):
+        arrays["bias"] = real_array(bias, "bias")
+        if arrays["bias"].shape != (weight.shape[0],):
             raise ValueError(
                 f"bias needs shape ({weight.shape[0]},) to match weight "
-                f"{weight.shape}, got {bias.shape}"
+                f"{weight.shape}, got {arrays['bias'].shape}"
             )
+    check_dtypes(**arrays)  # one dtype for all, as in PyTorch
+    (x, weight, *rest), out_dtype = cast(*arrays.values())
+    bias = rest[0] if rest else None
     # One 2-D product for all the rows: BLAS is about 3x faster on one tall
     # matrix than on a stack of short ones.
     rows = x.reshape(math.prod(x.shape[:-1]), x.shape[-1])
@@ -84,11 +102,8 @@ def linear(
         out = rows @ weight.T
     out = out.reshape(*x.shape[:-1], weight.shape[0])
     if bias is not None:
-        if np.result_type(out, bias) == out.dtype:
-            out += bias  # in place: one array fewer
-        else:
-            out = out + bias
-    return out
+        out += bias  # in place: one array fewer
+    return out.astype(out_dtype, copy=False)
 
 
 def layer_norm(
@@ -103,7 +118,8 @@ def layer_norm(
     ``(x - mean) / sqrt(variance + eps) * weight + bias``, with the mean and
     the variance of each row (its last axis), as
     ``torch.nn.functional.layer_norm`` computes it over the last dimension.
-    The variance divides by ``d``, not ``d - 1``.
+    The variance divides by ``d``, not ``d - 1``. A constant row gives
+    exactly `bias`, as in PyTorch.
 
     Parameters
     ----------
@@ -116,11 +132,30 @@ def layer_norm(
     eps : float, optional
         Added to the variance, so a constant row does not divide by zero.
         Default 1e-5, PyTorch's; BERT-style models, all-MiniLM-L6-v2 among
-        them, use 1e-12.
+        them, use 1e-12. A negative eps is refused with a ValueError
+        (PyTorch takes it, and gives nan where the variance is below -eps).
+        With eps = 0, a constant row is 0 / 0: nan, as in PyTorch.
 
     Returns
     -------
     numpy.ndarray, shape (..., d)
+        float32 and float64 stay as they are, float16 is computed in
+        float32, integers and booleans give float64. A row holding nan or
+        inf gives nan, as in PyTorch.
+
+    Notes
+    -----
+    The mean and the variance come from two passes over each row, the
+    variance from the centred numbers, and what rounding leaves of the mean
+    is measured and taken off where it would show: before `weight` and
+    `bias`, each normalised number is within ``1e-6 * max(1, |y|)`` of the
+    exact one ``y`` in float32, and ``2e-15 * max(1, |y|)`` in float64, at
+    any magnitude and any length (rows longer than 4096 numbers are summed in
+    float64). PyTorch's float32 errs by up to 0.17 on rows within a few
+    roundings of a constant, where the variance is near eps. Rows whose
+    squares overflow (a spread of 1e19 in float32, 1e154 in float64) are
+    scaled by a power of two first, so they give the finite right answer,
+    where PyTorch gives nan.
 
     Examples
     --------
@@ -131,38 +166,32 @@ def layer_norm(
     >>> layer_norm([[1.0, 2.0, 3.0]], weight, bias, eps=0.0).round(4)
     array([[-2.4495,  0.    ,  3.4495]])
     """
-    rows = _real_array(x, "x")
+    rows = real_array(x, "x")
     if rows.ndim < 1 or rows.shape[-1] == 0:
         raise ValueError(f"layer_norm needs x with a last dimension d >= 1, got shape {rows.shape}")
-    given = {
-        "x": rows,
-        "weight": _vector(weight, "weight", rows),
-        "bias": _vector(bias, "bias", rows),
-    }
-    if isinstance(eps, bool) or not isinstance(eps, Real) or not 0 <= eps < math.inf:
+    weight, bias = _vector(weight, "weight", rows), _vector(bias, "bias", rows)
+    if not (type(eps) is float and 0 <= eps < math.inf) and (  # a float: the quick check
+        isinstance(eps, bool) or not isinstance(eps, Real) or not 0 <= eps < math.inf
+    ):
         raise ValueError(f"layer_norm: eps must be a finite number >= 0, got {eps!r}")
+    given = {"x": rows, "weight": weight, "bias": bias}
     arrays = {name: a for name, a in given.items() if a is not None}
-    _check_dtypes(**arrays)  # one dtype for all, as in PyTorch
-    cast, out_dtype = _cast(*arrays.values())
-    rows, params = cast[0], dict(zip(arrays, cast, strict=True))
-    d = rows.shape[-1]
-    # Row means and variances as products with a vector: BLAS is faster than .mean().
-    out = rows - (rows @ np.full(d, 1 / d, dtype=rows.dtype))[..., np.newaxis]
-    variance = np.einsum("...i,...i->...", out, out)[..., np.newaxis] / d
-    with np.errstate(divide="ignore", invalid="ignore"):  # eps = 0, constant row: nan
-        out *= 1 / np.sqrt(variance + float(eps))  # an array: float32 stays float32
+    check_dtypes(**arrays)  # one dtype for all, as in PyTorch
+    converted, out_dtype = cast(*arrays.values())
+    rows, params = converted[0], dict(zip(arrays, converted, strict=True))
+    out = _normalized(rows, float(eps))
     if "weight" in params:
         out *= params["weight"]
     if "bias" in params:
         out += params["bias"]
-    return out.astype(out_dtype, copy=False)
+    return out if out.dtype == out_dtype else out.astype(out_dtype)
 
 
 def _vector(p: ArrayLike | None, name: str, x: NDArray[Any]) -> NDArray[Any] | None:
     """`p` as one number per column of `x`, or None."""
     if p is None:
         return None
-    vector = _real_array(p, name)
+    vector = real_array(p, name)
     if vector.shape != x.shape[-1:]:
         raise ValueError(
             f"layer_norm: {name} needs shape ({x.shape[-1]},) to match x {x.shape}, "
@@ -171,24 +200,155 @@ def _vector(p: ArrayLike | None, name: str, x: NDArray[Any]) -> NDArray[Any] | N
     return vector
 
 
-def gelu(x: ArrayLike) -> FloatArray:  # [...] -> [...]
-    """The Gaussian error linear unit, exact form: ``x * Phi(x)``.
+def _normalized(rows: FloatArray, eps: float) -> FloatArray:  # [..., d] -> [..., d]
+    """``(rows - mean) / sqrt(variance + eps)``, row by row, in a new array.
+
+    The statistics are products with vectors (BLAS is several times faster
+    than ``.mean()``), in two passes: the variance from the centred rows.
+    """
+    d, limits = rows.shape[-1], _LIMITS[rows.dtype]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # nan, inf: nan
+        # The mean, times a rounded 1/d: off by a rounding or so, which `left` measures.
+        out = rows - (rows @ _filled(d, 1 / d, rows.dtype))[..., np.newaxis]
+        left = _row_sums(out)  # d times what is left of the mean
+        squares = _row_dots(out)
+        scale = math.sqrt(d) / np.sqrt(squares + d * eps)  # 1 / sqrt(variance + eps)
+        # (what is left of the mean / the spread about it)**2, times d, at most:
+        left *= left
+        left /= squares
+        left_over_spread = left.max(initial=0.0)
+    # Almost always (on every row of all-MiniLM-L6-v2), what is left of the mean
+    # is under half a rounding of the row's spread, as the subtraction's own
+    # rounding is: then no output moves by more, and a pass over the rows is
+    # saved. Otherwise (a row far from 0 for its spread, a constant row), where
+    # the squares overflow (a scale of 0) and where they underflow and eps
+    # cannot make up for it, the rows are redone.
+    if (
+        not left_over_spread <= d * limits.half_rounding**2
+        or scale.min(initial=1.0) == 0
+        or (eps < limits.tiny and squares.min(initial=np.inf) < d * limits.tiny)
+    ):
+        return _recentred(rows, out, eps)
+    out *= scale[..., np.newaxis]
+    return out
+
+
+class _Limits(NamedTuple):
+    half_rounding: float  # half the distance from 1 to the next number
+    tiny: float  # the smallest normal number
+
+
+_LIMITS = {
+    np.dtype(t): _Limits(float(np.finfo(t).eps) / 2, float(np.finfo(t).tiny))
+    for t in (np.float32, np.float64)
+}
+
+
+def _recentred(rows: FloatArray, out: FloatArray, eps: float) -> FloatArray:
+    """`_normalized` for rows whose mean is still off or whose squares overflow or underflow.
+
+    `out` is `rows` minus their rounded means. Its own mean is taken off,
+    as a sum divided by d (not a product with a rounded 1/d): a constant
+    row's deviations are all one number of a few significant bits, whose sum
+    is exact, so the row becomes exactly 0, as in PyTorch. Rows whose
+    squares overflow (or, with eps below the dtype's smallest normal number,
+    underflow) are scaled by a power of two first.
+    """
+    d, tiny = rows.shape[-1], _LIMITS[rows.dtype].tiny
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # found below
+        for _ in range(2):  # the second time takes off what the first one's rounding left
+            out -= (_row_sums(out) / d)[..., np.newaxis]
+        squares = _row_dots(out)
+        scale = math.sqrt(d) / np.sqrt(squares + d * eps)
+        wild = (squares == np.inf) | ((squares < d * tiny) & (eps < tiny))
+        if wild.any():
+            out[wild] = _scaled_normalized(rows[wild], eps)
+            scale[wild] = 1.0
+        out *= scale[..., np.newaxis]
+    return out
+
+
+def _scaled_normalized(rows: FloatArray, eps: float) -> FloatArray:  # [m, d] -> [m, d]
+    """`_normalized` with each row first scaled by a power of two to bring it near 1.
+
+    For rows whose squares overflow or underflow the dtype. A scale by a
+    power of two is exact; eps is scaled with the squares (by its square),
+    and so as not to make ``eps * scale**2`` overflow, rows are scaled up at
+    most to where it is 1: further, eps outweighs the variance anyway.
+    """
+    biggest = np.abs(rows).max(axis=-1, initial=0.0)
+    _, exponent = np.frexp(biggest)  # biggest = m * 2**exponent, 0.5 <= m < 1
+    power = -exponent.astype(np.int64)
+    if eps > 0:  # eps * 2**(2 * power) at most 1
+        power = np.minimum(power, math.floor(-math.log2(eps) / 2))
+    power[~np.isfinite(biggest)] = 0  # inf or nan rows: nan, as in PyTorch
+    with np.errstate(divide="ignore", invalid="ignore"):  # eps = 0, constant row: nan
+        scaled = np.ldexp(rows, power[:, np.newaxis].astype(np.int32))
+        centred = scaled - scaled.mean(axis=-1, keepdims=True)
+        centred -= centred.mean(axis=-1, keepdims=True)  # exact for a constant row, as above
+        variance = (centred * centred).mean(axis=-1, keepdims=True)
+        eps_scaled = np.ldexp(eps, 2 * power)[:, np.newaxis].astype(rows.dtype)
+        centred *= 1 / np.sqrt(variance + eps_scaled)
+    return centred
+
+
+@cache
+def _filled(d: int, value: float, dtype: np.dtype[Any]) -> FloatArray:
+    """A read-only vector of `d` copies of `value`, made once for each size."""
+    vector = np.full(d, value, dtype=dtype)
+    vector.flags.writeable = False
+    return vector
+
+
+def _row_sums(x: FloatArray) -> FloatArray:  # [..., d] -> [...]
+    """Each row's sum, in the dtype of `x` (a product with ones: BLAS is fastest)."""
+    if x.shape[-1] > _LONG_ROWS:
+        return np.einsum("...i->...", x, dtype=np.float64).astype(x.dtype)
+    return x @ _filled(x.shape[-1], 1.0, x.dtype)
+
+
+def _row_dots(x: FloatArray) -> FloatArray:  # [..., d] -> [...]
+    """Each row's dot product with itself, its sum of squares, in the dtype of `x`."""
+    if x.shape[-1] > _LONG_ROWS:
+        return np.einsum("...i,...i->...", x, x, dtype=np.float64).astype(x.dtype)
+    if _vecdot is not None:  # NumPy 2: 3x faster than einsum
+        dots: FloatArray = _vecdot(x, x)
+        return dots
+    return np.einsum("...i,...i->...", x, x)
+
+
+_vecdot = getattr(np, "vecdot", None)
+
+
+# Summed in float32, a row loses about a rounding per thousand numbers (3e-6
+# at 2**20, against 1e-7 at 384): longer rows are summed in float64.
+_LONG_ROWS = 4096
+
+
+def gelu(x: ArrayLike, approximate: str = "none") -> FloatArray:  # [...] -> [...]
+    """The Gaussian error linear unit, ``x * Phi(x)``, or its tanh approximation.
 
     ``Phi(x) = (1 + erf(x / sqrt(2))) / 2`` is the chance that a standard
     normal number is below `x`: GELU lets large positive inputs through, turns
-    large negative ones into 0, and bends smoothly in between. This is the form
-    BERT and all-MiniLM-L6-v2 use (``hidden_act`` "gelu", PyTorch's default
-    ``approximate="none"``), not the tanh approximation.
+    large negative ones into 0, and bends smoothly in between. The exact form
+    is the one BERT and all-MiniLM-L6-v2 use (``hidden_act`` "gelu"). The tanh
+    approximation, ``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))``,
+    is GPT-2's ("gelu_new"). The names of `approximate` are PyTorch's.
 
     Parameters
     ----------
     x : array_like
-        Any shape.
+        Any shape, a single number too.
+    approximate : {"none", "tanh"}, optional
+        "none" (the default): the exact form. "tanh": the tanh approximation,
+        within 4.8e-4 of it.
 
     Returns
     -------
     numpy.ndarray
-        Same shape as `x`.
+        Same shape as `x` (a 0-d array for a single number). float32 and
+        float64 stay as they are, float16 is computed in float32, integers
+        and booleans give float64. ``gelu(-inf)`` is ``nan``, as in PyTorch.
 
     Notes
     -----
@@ -201,8 +361,22 @@ def gelu(x: ArrayLike) -> FloatArray:  # [...] -> [...]
     ``x / (1 + exp(x * Q(x**2)))``: 17 passes over the numbers with NumPy's
     vectorised ``exp``, a block at a time so each block stays in the CPU
     cache. The result is within ``2e-7 * max(1, |x|)`` of the exact GELU.
-    float64 (and integer) input uses ``math.erf`` on each number instead:
-    exact to float64 rounding, and much slower.
+
+    float64 (and integer) input uses ``math.erfc`` on each number instead,
+    as ``x * erfc(-x / sqrt(2)) / 2``, much more slowly. Unlike
+    ``x * (1 + erf(x / sqrt(2))) / 2``, PyTorch's formula, which is exact
+    only to within 2.3e-16 in absolute terms and gives -0.0 for every x
+    below about -8.5, it is accurate relative to the result in the negative
+    tail too: within ``3e-16 * (1 + x**2)`` of the exact GELU, relative to
+    it (the ``x**2`` is the tail's sensitivity to the rounding of
+    ``x / sqrt(2)``), wherever that is a normal float64, for x above about
+    -37.5. Further out the exact GELU is subnormal, then rounds to -0.0.
+
+    The tanh approximation goes through the same identity, with
+    ``Q(s) = -2 * sqrt(2 / pi) * (1 + 0.044715 * s)``, in float32 and float64
+    alike: 7 passes. It is within a few roundings of
+    ``torch.nn.functional.gelu(x, approximate="tanh")``, and more accurate
+    than it where ``x`` is very negative, where ``1 + tanh`` cancels.
 
     Examples
     --------
@@ -210,17 +384,34 @@ def gelu(x: ArrayLike) -> FloatArray:  # [...] -> [...]
     >>> from opbyop import gelu
     >>> gelu(np.array([-3.0, -1.0, 0.0, 1.0, 3.0])).round(4)
     array([-0.004 , -0.1587,  0.    ,  0.8413,  2.996 ])
+    >>> gelu(np.array([-3.0, -1.0, 0.0, 1.0, 3.0]), approximate="tanh").round(4)
+    array([-0.0036, -0.1588,  0.    ,  0.8412,  2.9964])
     >>> gelu(np.array([1.0], dtype=np.float32)).dtype
     dtype('float32')
     """
-    values = _real_array(x, "x")
-    (values,), out_dtype = _cast(values)
-    if values.dtype == np.float32:
-        out = _gelu_float32(values)
+    if not isinstance(approximate, str) or approximate not in _GELU_FORMS:
+        raise ValueError(f'gelu: approximate must be "none" or "tanh", got {approximate!r}')
+    values = real_array(x, "x")
+    (values,), out_dtype = cast(values)
+    if approximate == "tanh":
+        out = _gelu_by_exp(values, _TANH_COEFFICIENTS[values.dtype.type])
+    elif values.dtype == np.float32:
+        out = _gelu_by_exp(values, _GELU_COEFFICIENTS)
     else:
-        halves = np.frompyfunc(math.erf, 1, 1)(values * (1 / math.sqrt(2)))
-        out = values * 0.5 * (1 + halves.astype(values.dtype))
+        out = _gelu_float64(values)
     return out.astype(out_dtype, copy=False)
+
+
+_GELU_FORMS = ("none", "tanh")  # as PyTorch spells them
+
+
+def _gelu_float64(x: FloatArray) -> FloatArray:
+    """``x * erfc(-x / sqrt(2)) / 2``, with ``math.erfc`` on each number."""
+    flat = x.reshape(-1)  # at least one dimension: frompyfunc gives a 0-d input a float
+    tails = np.asarray(np.frompyfunc(math.erfc, 1, 1)(flat * -math.sqrt(0.5)), dtype=np.float64)
+    with np.errstate(invalid="ignore"):  # gelu(-inf) = -inf * 0: nan, as in PyTorch
+        out = flat * 0.5 * tails  # x / 2 first: x * 2 would overflow near float64's largest
+    return out.reshape(x.shape)
 
 
 # erf(z) = tanh(z * P(z**2)), P's coefficients lowest power first, from
@@ -239,6 +430,13 @@ _ERF_COEFFICIENTS = (
 _GELU_COEFFICIENTS = np.array(
     [-math.sqrt(2) * p / 2**k for k, p in enumerate(_ERF_COEFFICIENTS)], dtype=np.float32
 )
+# The tanh form: (1 + tanh(u)) / 2 = 1 / (1 + exp(-2u)) with u = c * (x + 0.044715 x**3),
+# so GELU(x) = x / (1 + exp(x * Q(x**2))) with Q(s) = -2c - 2c * 0.044715 s.
+_TANH_C = math.sqrt(2 / math.pi)
+_TANH_COEFFICIENTS: dict[type[np.floating[Any]], FloatArray] = {
+    dtype: np.array([-2 * _TANH_C, -2 * _TANH_C * 0.044715], dtype=dtype)
+    for dtype in (np.float32, np.float64)
+}
 _GELU_BLOCK = 2**16  # numbers per block: 256 KiB of float32, within the L2 cache
 
 
@@ -247,7 +445,7 @@ def _erf_float32(z: NDArray[np.float32]) -> NDArray[np.float32]:
     p = _ERF_COEFFICIENTS_32
     s = z * z
     out = s * p[-1]
-    for c in p[-2:0:-1]:  # Horner's rule, as in _gelu_float32
+    for c in p[-2:0:-1]:  # Horner's rule, as in _gelu_by_exp
         out += c
         out *= s
     out += p[0]
@@ -258,12 +456,11 @@ def _erf_float32(z: NDArray[np.float32]) -> NDArray[np.float32]:
 _ERF_COEFFICIENTS_32 = np.array(_ERF_COEFFICIENTS, dtype=np.float32)
 
 
-def _gelu_float32(x: NDArray[np.float32]) -> NDArray[np.float32]:
-    """``x / (1 + exp(x * Q(x**2)))``, a cache-sized block at a time."""
+def _gelu_by_exp(x: FloatArray, q: FloatArray) -> FloatArray:
+    """``x / (1 + exp(x * Q(x**2)))``, Q's coefficients `q`, a cache-sized block at a time."""
     flat = x.reshape(-1)  # a view when x is contiguous
     out = np.empty_like(flat)
-    squares = np.empty(min(flat.size, _GELU_BLOCK), dtype=np.float32)
-    q = _GELU_COEFFICIENTS
+    squares = np.empty(min(flat.size, _GELU_BLOCK), dtype=x.dtype)
     # Far out, x**2 or exp overflow to inf: the result is still x or -0.0.
     with np.errstate(over="ignore", invalid="ignore"):
         for start in range(0, flat.size, _GELU_BLOCK):
@@ -279,3 +476,222 @@ def _gelu_float32(x: NDArray[np.float32]) -> NDArray[np.float32]:
             ob += 1
             np.divide(xb, ob, out=ob)
     return out.reshape(x.shape)
+
+
+# ---------------------------------------------------------------- backward
+#
+# Each function below takes what its forward took, plus `dy`, the gradient of
+# the loss with respect to the forward's output, and returns the gradients
+# with respect to the forward's inputs: the chain rule, one operation at a
+# time. `opbyop.gpt.loss_and_grads` chains them through a whole model.
+
+
+def linear_backward(
+    dy: ArrayLike, x: ArrayLike, weight: ArrayLike
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    # [..., d_out], [..., d_in], [d_out, d_in] -> [..., d_in], [d_out, d_in], [d_out]
+    """The gradients of `linear`: ``dx = dy @ weight``, ``dweight = dy.T @ x``, ``dbias``.
+
+    ``y = x @ weight.T + bias`` makes each output number a sum of products, so
+    each input number's gradient collects the outputs it went into
+    (``dy @ weight``), each weight's gradient is its input times its output's
+    gradient, summed over the rows (``dy.T @ x``), and the bias's gradient is
+    the sum of `dy` over the rows.
+
+    Parameters
+    ----------
+    dy : array_like, shape (..., d_out)
+        The gradient of the loss with respect to `linear`'s output.
+    x : array_like, shape (..., d_in)
+        `linear`'s input.
+    weight : array_like, shape (d_out, d_in)
+        `linear`'s weight (the bias plays no part in the gradients).
+
+    Returns
+    -------
+    dx : numpy.ndarray, shape (..., d_in)
+    dweight : numpy.ndarray, shape (d_out, d_in)
+    dbias : numpy.ndarray, shape (d_out,)
+        In the dtype of the inputs, which must share one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import linear_backward
+    >>> x = np.array([[1.0, 2.0]])
+    >>> weight = np.array([[1.0, 0.0], [1.0, 1.0]])
+    >>> dx, dweight, dbias = linear_backward(np.array([[1.0, 0.0]]), x, weight)
+    >>> dx.tolist(), dweight.tolist(), dbias.tolist()
+    ([[1.0, 0.0]], [[1.0, 2.0], [0.0, 0.0]], [1.0, 0.0])
+    """
+    dy, x, weight = (real_array(a, name) for a, name in ((dy, "dy"), (x, "x"), (weight, "weight")))
+    if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1]:
+        raise ValueError(
+            "linear_backward needs x (..., d_in) and weight (d_out, d_in): "
+            f"got x {x.shape}, weight {weight.shape}"
+        )
+    if dy.shape != (*x.shape[:-1], weight.shape[0]):
+        raise ValueError(
+            f"dy needs the shape of linear's output, {(*x.shape[:-1], weight.shape[0])}, "
+            f"got {dy.shape}"
+        )
+    check_dtypes(dy=dy, x=x, weight=weight)
+    (dy, x, weight), out_dtype = cast(dy, x, weight)
+    d_out, d_in = weight.shape
+    rows_dy = dy.reshape(-1, d_out)  # every token a row: one 2-D product each
+    rows_x = x.reshape(-1, d_in)
+    dx = (rows_dy @ weight).reshape(x.shape)
+    d_weight = rows_dy.T @ rows_x
+    d_bias = rows_dy.sum(axis=0)
+    return (
+        dx.astype(out_dtype, copy=False),
+        d_weight.astype(out_dtype, copy=False),
+        d_bias.astype(out_dtype, copy=False),
+    )
+
+
+def layer_norm_backward(
+    dy: ArrayLike,
+    x: ArrayLike,
+    weight: ArrayLike | None = None,
+    *,
+    eps: float = 1e-5,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    # [..., d], [..., d], [d] -> [..., d], [d], [d]
+    """The gradients of `layer_norm` with respect to `x`, `weight` and `bias`.
+
+    With ``x_hat = (x - mean) / sqrt(variance + eps)`` the normalised row and
+    ``g = dy * weight`` the gradient with respect to it::
+
+        dx = (g - mean(g) - x_hat * mean(g * x_hat)) / sqrt(variance + eps)
+
+    (the means over each row): every number of a row moved its mean and
+    variance, so its gradient loses the row's average pull and the part along
+    ``x_hat``. ``dweight`` is the sum of ``dy * x_hat`` over the rows and
+    ``dbias`` the sum of `dy`. The mean and the variance are recomputed from
+    `x`, as `layer_norm` computes them.
+
+    Parameters
+    ----------
+    dy : array_like, shape (..., d)
+        The gradient of the loss with respect to `layer_norm`'s output.
+    x : array_like, shape (..., d)
+        `layer_norm`'s input.
+    weight : array_like, shape (d,), optional
+        `layer_norm`'s weight. Default: ones.
+    eps : float, optional
+        `layer_norm`'s eps. Default 1e-5.
+
+    Returns
+    -------
+    dx : numpy.ndarray, shape (..., d)
+    dweight, dbias : numpy.ndarray, shape (d,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import layer_norm_backward
+    >>> x = np.array([[1.0, 2.0, 3.0]])
+    >>> dx, dweight, dbias = layer_norm_backward(np.ones((1, 3)), x)
+    >>> dx.round(6).tolist()  # adding 1 to every output: x cannot do that
+    [[0.0, 0.0, 0.0]]
+    >>> dbias.tolist()
+    [1.0, 1.0, 1.0]
+    """
+    dy, x = real_array(dy, "dy"), real_array(x, "x")
+    if x.ndim < 1 or x.shape[-1] == 0 or dy.shape != x.shape:
+        raise ValueError(
+            f"layer_norm_backward needs dy and x of one shape (..., d), d >= 1: "
+            f"got dy {dy.shape}, x {x.shape}"
+        )
+    arrays = {"dy": dy, "x": x}
+    weights = _vector(weight, "weight", x)
+    if weights is not None:
+        arrays["weight"] = weights
+    if isinstance(eps, bool) or not isinstance(eps, Real) or not 0 <= eps < math.inf:
+        raise ValueError(f"layer_norm_backward: eps must be a finite number >= 0, got {eps!r}")
+    check_dtypes(**arrays)
+    converted, out_dtype = cast(*arrays.values())
+    dy, x = converted[0], converted[1]
+    d = x.shape[-1]
+    centred = x - x.mean(axis=-1, keepdims=True)
+    variance = (centred * centred).mean(axis=-1, keepdims=True)
+    inverse_std = 1 / np.sqrt(variance + float(eps))  # an array: float32 stays float32
+    x_hat = centred * inverse_std
+    d_weight = (dy * x_hat).reshape(-1, d).sum(axis=0)
+    d_bias = dy.reshape(-1, d).sum(axis=0)
+    g = dy * converted[2] if weight is not None else dy  # gradient with respect to x_hat
+    dx = g - g.mean(axis=-1, keepdims=True)
+    dx -= x_hat * (g * x_hat).mean(axis=-1, keepdims=True)
+    dx *= inverse_std
+    return (
+        dx.astype(out_dtype, copy=False),
+        d_weight.astype(out_dtype, copy=False),
+        d_bias.astype(out_dtype, copy=False),
+    )
+
+
+# tanh GELU: 0.5 * x * (1 + tanh(c * (x + 0.044715 * x**3))), c = sqrt(2 / pi).
+_TANH_GELU_C = math.sqrt(2 / math.pi)  # a Python float: float32 stays float32
+_TANH_GELU_CUBIC = 0.044715
+
+
+def gelu_backward(
+    dy: ArrayLike, x: ArrayLike, approximate: str = "tanh"
+) -> FloatArray:  # [...], [...] -> [...]
+    """The gradient of ``gelu(x, approximate="tanh")`` with respect to `x`.
+
+    With ``u = c * (x + 0.044715 * x**3)``, ``c = sqrt(2 / pi)``, GELU is
+    ``0.5 * x * (1 + tanh(u))``; by the product rule and
+    ``tanh' = 1 - tanh**2`` its derivative is::
+
+        0.5 * (1 + tanh(u)) + 0.5 * x * (1 - tanh(u)**2) * du/dx
+
+    with ``du/dx = c * (1 + 3 * 0.044715 * x**2)``, and the gradient is `dy`
+    times it. It is computed through ``p = (1 + tanh(u)) / 2 = 1 / (1 +
+    exp(-2u))``, as `gelu` computes the forward (NumPy's ``exp`` is much
+    quicker than its ``tanh`` in float32): the derivative is then
+    ``p * (1 + 2 * x * (1 - p) * du/dx``). GPT-2 uses this form
+    ("gelu_new").
+
+    Parameters
+    ----------
+    dy : array_like
+        The gradient of the loss with respect to GELU's output.
+    x : array_like
+        GELU's input, the shape of `dy`.
+    approximate : {"tanh"}, optional
+        The form of GELU, spelled as in PyTorch. Only the tanh form has a
+        backward here.
+
+    Returns
+    -------
+    numpy.ndarray
+        The gradient with respect to `x`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import gelu_backward
+    >>> gelu_backward(np.ones(3), np.array([0.0, 1.0, 10.0])).round(4)
+    array([0.5  , 1.083, 1.   ])
+    """
+    if approximate != "tanh":
+        raise ValueError(
+            f'gelu_backward has only the tanh form, approximate="tanh": got {approximate!r}'
+        )
+    dy, x = real_array(dy, "dy"), real_array(x, "x")
+    if dy.shape != x.shape:
+        raise ValueError(f"dy needs the shape of x {x.shape}, got {dy.shape}")
+    check_dtypes(dy=dy, x=x)
+    (dy, x), out_dtype = cast(dy, x)
+    # Beyond |x| = 1e4, p is exactly 0 or 1 and the derivative exactly 0 or
+    # 1: clipping changes nothing there, and keeps x**3 finite in float32.
+    x = np.clip(x, -1e4, 1e4)
+    squares = x * x
+    u = _TANH_GELU_C * (x + _TANH_GELU_CUBIC * squares * x)
+    with np.errstate(over="ignore"):  # exp(-2u) = inf far left: p = 0
+        p = 1 / (1 + np.exp(-2 * u))  # (1 + tanh(u)) / 2
+    slope = _TANH_GELU_C * (1 + 3 * _TANH_GELU_CUBIC * squares)  # du/dx
+    grad = p * (1 + 2 * x * (1 - p) * slope)
+    return (dy * grad).astype(out_dtype, copy=False)

@@ -54,8 +54,8 @@ from typing import Protocol
 import safetensors.numpy
 
 from opbyop import ops  # attention_weights, for model.trace
+from opbyop._threads import blas_threads, usable_cores
 from opbyop.heads import split_heads
-from opbyop.ops import _blas_threads, _workers
 from opbyop.tokenizer import WordPiece
 
 __all__ = [
@@ -531,11 +531,11 @@ class MiniLM:
                 token_ids, mask, self.embeddings, self.layers
             )
 
-        shares = _shares([len(i) for i in ids], _workers())
+        shares = _shares([len(i) for i in ids], usable_cores())
         if len(shares) == 1:
             return run(shares[0])
         out = np.empty((len(ids), HIDDEN_SIZE), dtype=np.float32)
-        with _blas_threads(1):
+        with blas_threads(1):
             helpers = [_pool().submit(run, share) for share in shares[1:]]
             out[shares[0]] = run(shares[0])  # this thread works too
             for share, helper in zip(shares[1:], helpers, strict=True):
@@ -620,7 +620,7 @@ def _shares(lengths: list[int], workers: int) -> list[list[int]]:
 @cache
 def _pool() -> ThreadPoolExecutor:
     """Threads for the other cores, started once (idle, they cost nothing)."""
-    return ThreadPoolExecutor(max(_workers() - 1, 1), "opbyop-minilm")
+    return ThreadPoolExecutor(max(usable_cores() - 1, 1), "opbyop-minilm")
 
 
 def pad(

@@ -37,19 +37,26 @@ References
 from __future__ import annotations
 
 import math
-import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager
-from functools import cache
 from numbers import Real
 from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from threadpoolctl import ThreadpoolController
 
-__all__ = ["attention", "attention_weights", "softmax"]
+from opbyop._checks import cast, check_dtypes, real_array
+from opbyop._threads import blas_threads, usable_cores
+
+__all__ = [
+    "attention",
+    "attention_backward",
+    "attention_weights",
+    "cross_entropy",
+    "cross_entropy_backward",
+    "softmax",
+    "softmax_backward",
+]
 
 FloatArray = NDArray[np.floating[Any]]
 T = TypeVar("T", bound=np.generic)
@@ -93,7 +100,7 @@ def softmax(x: ArrayLike, axis: int = -1) -> FloatArray:  # [..., n] -> [..., n]
             f" number {scores.item()!r}, shape (); pass [x] for a row of one score"
         )
     axis = _check_axis(axis, scores, "x")
-    (scores,), out_dtype = _cast(scores)
+    (scores,), out_dtype = cast(scores)
     return _softmax(scores.copy(), axis).astype(out_dtype, copy=False)
 
 
@@ -162,7 +169,7 @@ def attention_weights(
     q, k = _checked(q=q, k=k)
     keep = _checked_mask(mask, is_causal, q, k)
     scale = _scale(scale, d_k=q.shape[-1])
-    (q, k), out_dtype = _cast(q, k)
+    (q, k), out_dtype = cast(q, k)
     q, k = _scaled(q, k, scale)  # each by sqrt(scale), as PyTorch's math path
     with np.errstate(over="ignore", invalid="ignore"):  # too-big scores: inf, as in PyTorch
         scores = q @ np.swapaxes(k, -1, -2)  # mat_mul with k transposed: [..., n_q, n_k]
@@ -249,7 +256,7 @@ def attention(
     q, k, v = _checked(q=q, k=k, v=v)
     keep = _checked_mask(mask, is_causal, q, k, v)
     scale = _scale(scale, d_k=q.shape[-1])
-    (q, k, v), out_dtype = _cast(q, k, v)  # float32 or wider, even for float16
+    (q, k, v), out_dtype = cast(q, k, v)  # float32 or wider, even for float16
     out = _blocked_attention(q, k, v, scale, keep=keep, is_causal=is_causal)
     return out.astype(out_dtype, copy=False)
 
@@ -352,59 +359,11 @@ def _redo_faint_rows(
 
 def _checked(**arrays: ArrayLike) -> list[NDArray[Any]]:
     """Each argument as an array of real numbers whose shape fits the others'."""
-    checked = {name: _real_array(x, name) for name, x in arrays.items()}
+    checked = {name: real_array(x, name) for name, x in arrays.items()}
     if "q" in checked:
         _check_shapes(**checked)
-        _check_dtypes(**checked)
+        check_dtypes(**checked)
     return list(checked.values())
-
-
-def _real_array(x: ArrayLike, name: str) -> NDArray[Any]:
-    """`x` as an array of integers, booleans or floats, or a clear error naming `name`."""
-    try:
-        array = np.asarray(x)
-    except ValueError as error:  # NumPy 1.24+ refuses ragged nested lists
-        raise ValueError(f"{name} has ragged rows (rows of different lengths): {error}") from None
-    if array.dtype.kind not in "biuf":
-        raise TypeError(
-            f"{name} must hold real numbers, got dtype {array.dtype} with shape {array.shape}"
-        )
-    return array
-
-
-_WORK_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-
-
-def _cast(*arrays: NDArray[Any]) -> tuple[list[FloatArray], np.dtype[Any]]:
-    """The arrays in the dtype to compute in, and the dtype to return.
-
-    Integers and booleans become float64; float16 is computed in float32.
-    """
-    out_dtype = _work_dtype(arrays[0].dtype)  # one dtype for all: _check_dtypes saw to it
-    if out_dtype in _WORK_DTYPES and all(x.dtype == out_dtype for x in arrays):
-        return list(arrays), out_dtype  # nothing to convert
-    work_dtype = np.float32 if out_dtype == np.float16 else out_dtype
-    return [x.astype(work_dtype, copy=False) for x in arrays], out_dtype
-
-
-def _check_dtypes(**arrays: NDArray[Any]) -> None:
-    """q, k (and v) share one dtype, integers and booleans counting as float64.
-
-    PyTorch refuses a mix as well; promoting silently would hide, for example,
-    one float64 array that makes float32 attention twice as slow.
-    """
-    if len({_work_dtype(x.dtype) for x in arrays.values()}) > 1:
-        *names, last = arrays
-        got = ", ".join(f"{name} {x.dtype}" for name, x in arrays.items())
-        raise TypeError(
-            f"{', '.join(names)} and {last} need the same dtype (integers and booleans count"
-            f" as float64): got {got}; convert them first, for example with .astype(np.float32)"
-        )
-
-
-def _work_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
-    """The dtype an array of `dtype` is treated as: integers and booleans as float64."""
-    return np.dtype(np.float64) if dtype.kind in "biu" else dtype
 
 
 def _checked_mask(
@@ -556,7 +515,7 @@ def _blocked_attention(
         return out
     q, k, v = (_flat_batch(x, batch) for x in (q, k, v))  # [b, n, d]: one loop over blocks
     out = np.empty((math.prod(batch), n_q, d_v), dtype=q.dtype)
-    workers = workers or _workers()
+    workers = workers or usable_cores()
     rows = block_rows or _block_rows(q, k, v, workers)
     blocks = _blocks(out.shape[0], n_q, rows)
     if is_causal:  # the costliest blocks (the last rows, which see the most keys) first
@@ -660,7 +619,7 @@ def _run_blocks(
         return
     # NumPy releases the GIL in matrix products and ufuncs, so threads run on
     # separate cores; BLAS gets one thread each, or its own threads would fight ours.
-    with _blas_threads(1), ThreadPoolExecutor(workers - 1) as pool:
+    with blas_threads(1), ThreadPoolExecutor(workers - 1) as pool:
         helpers = [pool.submit(work) for _ in range(workers - 1)]
         work()  # this thread works too: one thread fewer to start
         for done in helpers:
@@ -697,19 +656,232 @@ def _attend(
         np.matmul(scores, v, out=out)
 
 
-def _workers() -> int:
-    """How many cores this process may use."""
-    if hasattr(os, "sched_getaffinity"):  # Linux: the cores we are allowed on
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+# ---------------------------------------------------------------- backward
+#
+# Each function below takes what its forward took (or returned), plus the
+# gradient of the loss with respect to the forward's output, and returns the
+# gradients with respect to the forward's inputs. `opbyop.gpt.loss_and_grads`
+# chains them through a whole model.
 
 
-@cache
-def _blas_controller() -> ThreadpoolController:
-    """The BLAS libraries loaded with NumPy; looking them up takes a while, so once."""
-    return ThreadpoolController()
+def softmax_backward(
+    dy: ArrayLike, y: ArrayLike, axis: int = -1
+) -> FloatArray:  # [..., n], [..., n] -> [..., n]
+    """The gradient of `softmax` with respect to its scores: ``y * (dy - sum(dy * y))``.
+
+    Raising one score raises its own weight and lowers every other (the
+    weights still add up to 1), so each score's gradient is its weight times
+    how much its own gradient beats the weighted average of all of them.
+
+    Parameters
+    ----------
+    dy : array_like
+        The gradient of the loss with respect to softmax's output.
+    y : array_like
+        Softmax's output (the weights), the shape of `dy`.
+    axis : int, optional
+        The axis softmax added up along. Default: the last.
+
+    Returns
+    -------
+    numpy.ndarray
+        The gradient with respect to the scores, the shape of `y`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import softmax, softmax_backward
+    >>> y = softmax(np.array([0.0, 0.0]))
+    >>> softmax_backward(np.array([1.0, 0.0]), y).tolist()
+    [0.25, -0.25]
+    """
+    dy, y = _checked(dy=dy, y=y)
+    if dy.shape != y.shape or y.ndim == 0:
+        raise ValueError(f"dy and y need one shape, at least 1-D: got dy {dy.shape}, y {y.shape}")
+    check_dtypes(dy=dy, y=y)
+    axis = _check_axis(axis, y, "y")
+    (dy, y), out_dtype = cast(dy, y)
+    out = dy - (dy * y).sum(axis=axis, keepdims=True)
+    out *= y
+    return out.astype(out_dtype, copy=False)
 
 
-def _blas_threads(n: int) -> AbstractContextManager[object]:
-    """Hold BLAS to `n` threads inside a ``with`` block (process-wide, as BLAS has no other way)."""
-    return _blas_controller().limit(limits=n, user_api="blas")
+def attention_backward(
+    d_out: ArrayLike,
+    q: ArrayLike,
+    k: ArrayLike,
+    v: ArrayLike,
+    weights: ArrayLike,
+    *,
+    scale: float | None = None,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    # [..., n_q, d_v], [..., n_q, d_k], [..., n_k, d_k], [..., n_k, d_v],
+    # [..., n_q, n_k] -> dq, dk, dv
+    """The gradients of attention with respect to `q`, `k` and `v`.
+
+    Attention is ``weights @ v`` with ``weights = softmax(q @ k.T * scale)``
+    (`attention_weights`): three operations, taken backward in turn.
+
+    1. ``dv = weights.T @ d_out`` and ``d_weights = d_out @ v.T`` (a product);
+    2. ``d_scores = softmax_backward(d_weights, weights)``: hidden keys have
+       weight 0, so they get no gradient (the weights carry the mask);
+    3. ``dq = d_scores @ k * scale`` and ``dk = d_scores.T @ q * scale``.
+
+    Parameters
+    ----------
+    d_out : array_like, shape (..., n_q, d_v)
+        The gradient of the loss with respect to attention's output.
+    q, k, v : array_like
+        Attention's inputs.
+    weights : array_like, shape (..., n_q, n_k)
+        What ``attention_weights(q, k, ...)`` gave them in the forward pass,
+        with its mask, `is_causal` and `scale`.
+    scale : float, optional
+        The scale the weights were computed with. Default:
+        ``1 / sqrt(d_k)``.
+
+    Returns
+    -------
+    dq, dk, dv : numpy.ndarray
+        The shapes of `q`, `k` and `v` (with the batch dimensions of the
+        result: a `k` broadcast over the batch gets one gradient per entry).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import attention_backward, attention_weights
+    >>> x = np.eye(2)
+    >>> weights = attention_weights(x, x, is_causal=True)
+    >>> dq, dk, dv = attention_backward(np.ones((2, 2)), x, x, x, weights)
+    >>> dv.round(2).tolist()  # query 0 sees value 0 only; query 1 sees both
+    [[1.33, 1.33], [0.67, 0.67]]
+    """
+    q_array, k_array, v_array, d_out_array = _checked(q=q, k=k, v=v, d_out=d_out)
+    (weights_array,) = _checked(weights=weights)
+    check_dtypes(q=q_array, weights=weights_array)
+    batch = _batch_shape(q_array.shape, k_array.shape, v_array.shape)
+    want = (*batch, q_array.shape[-2], v_array.shape[-1])
+    if d_out_array.shape != want:
+        raise ValueError(f"d_out needs attention's output shape {want}, got {d_out_array.shape}")
+    scores_shape = (*batch, q_array.shape[-2], k_array.shape[-2])
+    if weights_array.shape != scores_shape:
+        raise ValueError(
+            f"weights needs the scores' shape {scores_shape} (..., n_q, n_k), "
+            f"got {weights_array.shape}"
+        )
+    factor = _scale(scale, d_k=q_array.shape[-1])
+    (d_out_array, q_array, k_array, v_array, weights_array), out_dtype = cast(
+        d_out_array, q_array, k_array, v_array, weights_array
+    )
+    dv = np.swapaxes(weights_array, -1, -2) @ d_out_array
+    d_weights = d_out_array @ np.swapaxes(v_array, -1, -2)
+    d_scores = softmax_backward(d_weights, weights_array)
+    dq = d_scores @ k_array
+    dq *= factor
+    dk = np.swapaxes(d_scores, -1, -2) @ q_array
+    dk *= factor
+    return (
+        dq.astype(out_dtype, copy=False),
+        dk.astype(out_dtype, copy=False),
+        dv.astype(out_dtype, copy=False),
+    )
+
+
+def cross_entropy(logits: ArrayLike, targets: ArrayLike) -> float:  # [..., vocab], [...] -> ()
+    """The mean cross-entropy, in nats: ``mean(-log softmax(logits)[target])``.
+
+    How surprised the model is by each right answer, on average: 0 if it
+    gave the target probability 1, ``log(vocab)`` if it guessed uniformly.
+    Computed from the log-softmax directly (``logits - max - log(sum(exp))``),
+    so no probability underflows to 0 and no log of 0 is taken; this is
+    ``torch.nn.functional.cross_entropy`` with its default mean.
+
+    Parameters
+    ----------
+    logits : array_like, shape (..., vocab)
+        One row of scores per prediction.
+    targets : array_like of int, shape (...)
+        The right answer for each row, ``0 <= target < vocab``.
+
+    Returns
+    -------
+    float
+        The average over every row.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import cross_entropy
+    >>> round(cross_entropy(np.zeros((1, 4)), np.array([2])), 4)  # log(4)
+    1.3863
+    """
+    scores, target_index = _checked_logits_and_targets(logits, targets)
+    log_probs = _log_softmax(scores)
+    picked = np.take_along_axis(log_probs, target_index[..., np.newaxis], axis=-1)
+    return -float(picked.mean())
+
+
+def cross_entropy_backward(
+    logits: ArrayLike, targets: ArrayLike
+) -> FloatArray:  # [..., vocab], [...] -> [..., vocab]
+    """The gradient of `cross_entropy` with respect to the logits: ``(p - y) / count``.
+
+    ``p = softmax(logits)`` and ``y`` is 1 at the target and 0 elsewhere:
+    the gradient pushes the target's score up by what its probability lacks
+    of 1, and every other score down by its probability. ``count``, the
+    number of rows, comes from the mean.
+
+    Parameters
+    ----------
+    logits : array_like, shape (..., vocab)
+    targets : array_like of int, shape (...)
+        As for `cross_entropy`.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., vocab)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import cross_entropy_backward
+    >>> cross_entropy_backward(np.zeros((1, 4)), np.array([2])).tolist()
+    [[0.25, 0.25, -0.75, 0.25]]
+    """
+    scores, target_index = _checked_logits_and_targets(logits, targets)
+    grad = np.exp(_log_softmax(scores))  # p, each row adding up to 1
+    rows = grad.reshape(-1, grad.shape[-1])
+    rows[np.arange(rows.shape[0]), target_index.reshape(-1)] -= 1  # p - y
+    grad /= rows.shape[0]  # the mean over the rows
+    return grad
+
+
+def _log_softmax(scores: FloatArray) -> FloatArray:
+    """``log(softmax(scores))`` along the last axis, with no log of 0."""
+    shifted = scores - scores.max(axis=-1, keepdims=True)
+    shifted -= np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    return shifted
+
+
+def _checked_logits_and_targets(
+    logits: ArrayLike, targets: ArrayLike
+) -> tuple[FloatArray, NDArray[np.integer[Any]]]:
+    """`logits` as floats (..., vocab) and `targets` as integers (...) in range."""
+    (scores,) = _checked(logits=logits)
+    if scores.ndim < 1 or scores.shape[-1] == 0 or scores.size == 0:
+        raise ValueError(f"logits needs shape (..., vocab) with rows, got {scores.shape}")
+    (scores,), _ = cast(scores)
+    index = np.asarray(targets)
+    if index.dtype.kind not in "iu":
+        raise TypeError(f"targets must be integers, got dtype {index.dtype}")
+    if index.shape != scores.shape[:-1]:
+        raise ValueError(
+            f"targets needs one entry per row of logits, shape {scores.shape[:-1]}, "
+            f"got {index.shape}"
+        )
+    if index.min() < 0 or index.max() >= scores.shape[-1]:
+        raise ValueError(
+            f"targets must be between 0 and {scores.shape[-1] - 1}, "
+            f"got {index.min()} to {index.max()}"
+        )
+    return scores, index

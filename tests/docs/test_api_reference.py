@@ -11,6 +11,7 @@ from site_build import ROOT
 import opbyop
 import opbyop.bpe
 import opbyop.corpus
+import opbyop.gpt
 import opbyop.minilm
 import opbyop.optim
 import opbyop.sampling
@@ -45,6 +46,7 @@ PACKAGES = {
         opbyop.sampling,
         opbyop.corpus,
         opbyop.bpe,
+        opbyop.gpt,
     )
 }
 

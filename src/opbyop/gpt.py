@@ -1,0 +1,1209 @@
+"""GPT-2 in NumPy: the forward pass, the backward pass by hand, checkpoints.
+
+The architecture is GPT-2's, exactly as ``transformers.GPT2LMHeadModel``
+computes it with dropout off, at any size:
+
+>>> from opbyop import gpt
+>>> config = gpt.Config(
+...     vocab_size=256, context=64, n_layers=2, n_heads=4, d_model=64
+... )
+>>> params = gpt.init(config)
+>>> gpt.forward(params, [[72, 105, 33]]).shape  # one row of 3 tokens
+(1, 3, 256)
+
+The module reads top to bottom as the model runs:
+
+1. `embed`: each token's row of the token table, plus its position's row;
+2. ``n_layers`` blocks (`block_forward`), each ``x + attention(ln_1(x))``
+   then ``x + mlp(ln_2(x))``: layer norm before each half (pre-norm),
+   causal multi-head attention, and an MLP four times as wide with tanh GELU;
+3. a final layer norm, then the output layer: a product with the token
+   table itself (tied weights), one score (logit) per vocabulary entry.
+
+`forward` runs them. `forward_backward` runs them keeping what the
+backward pass needs, measures the cross-entropy, and goes back through
+every step with the backward functions of `opbyop` (`linear_backward`,
+`layer_norm_backward`, `gelu_backward`, `attention_backward`,
+`cross_entropy_backward`), `block_backward` and `embed_backward` here:
+no autograd. `loss_and_grads` checks its input and shares a batch's
+`forward_backward` between the CPU cores.
+
+`state_dict` and `from_state_dict` convert to and from Hugging Face's
+names and layouts; `save` writes a folder that
+``GPT2LMHeadModel.from_pretrained`` loads, and `load` reads one back, or a
+real GPT-2 checkpoint.
+
+The same code runs in float32 (to train) and float64 (to check the
+gradients): the parameters' dtype is the computation's.
+
+References
+----------
+.. [1] A. Radford et al., "Language Models are Unsupervised Multitask
+   Learners", OpenAI, 2019 (GPT-2).
+.. [2] A. Karpathy, nanoGPT, and J. Mody, picoGPT: small GPT-2s in
+   PyTorch and in NumPy.
+.. [3] Hugging Face ``transformers``, ``GPT2LMHeadModel``, whose values
+   ``tests/data/gpt_reference.npz`` holds for comparison.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import json
+import math
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
+from numbers import Integral
+from pathlib import Path
+
+import safetensors
+import safetensors.numpy
+
+__all__ = [
+    "MLP",
+    "Attention",
+    "Block",
+    "BlockCache",
+    "Config",
+    "Linear",
+    "Model",
+    "Norm",
+    "Params",
+    "block_backward",
+    "block_forward",
+    "embed",
+    "embed_backward",
+    "forward",
+    "forward_backward",
+    "from_state_dict",
+    "init",
+    "load",
+    "loss_and_grads",
+    "save",
+    "state_dict",
+]
+
+# isort: split
+# --8<-- [start:setup]
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from opbyop._threads import blas_threads, usable_cores
+from opbyop.heads import merge_heads, split_heads
+from opbyop.layers import (
+    gelu,
+    gelu_backward,
+    layer_norm,
+    layer_norm_backward,
+    linear,
+    linear_backward,
+)
+from opbyop.ops import (
+    attention_backward,
+    attention_weights,
+    cross_entropy,
+    cross_entropy_backward,
+)
+
+Array = NDArray[Any]
+
+LAYER_NORM_EPS = 1e-5  # GPT-2's, and PyTorch's default
+# --8<-- [end:setup]
+
+
+# ------------------------------------------------------------- the weights
+# --8<-- [start:weights]
+class Config(NamedTuple):
+    """A GPT's sizes. `d_model` must divide by `n_heads`."""
+
+    vocab_size: int  # how many different tokens
+    context: int  # the longest sequence: one position vector each
+    n_layers: int  # how many blocks
+    n_heads: int  # attention heads per block
+    d_model: int  # numbers per token
+
+
+class Linear(NamedTuple):
+    """A linear layer's weights: ``linear(x, *Linear)``."""
+
+    weight: Array  # [d_out, d_in]
+    bias: Array  # [d_out]
+
+
+class Norm(NamedTuple):
+    """A layer norm's learned scale and shift: ``layer_norm(x, *Norm)``."""
+
+    weight: Array  # [d_model]
+    bias: Array  # [d_model]
+
+
+class Attention(NamedTuple):
+    """Causal self-attention: one product for q, k, v, one for the output."""
+
+    qkv: Linear  # [3 * d_model, d_model]: q's rows, then k's, then v's
+    output: Linear  # [d_model, d_model]
+
+
+class MLP(NamedTuple):
+    """Widen each token's vector four times, apply GELU, narrow it back."""
+
+    widen: Linear  # [4 * d_model, d_model]
+    narrow: Linear  # [d_model, 4 * d_model]
+
+
+class Block(NamedTuple):
+    """One transformer block: a norm before each of its two halves."""
+
+    norm_1: Norm
+    attention: Attention
+    norm_2: Norm
+    mlp: MLP
+
+
+class Params(NamedTuple):
+    """All of a GPT's weights, and its config (gradients look the same)."""
+
+    config: Config
+    token_embedding: Array  # [vocab_size, d_model]: input and output
+    position_embedding: Array  # [context, d_model]
+    blocks: tuple[Block, ...]  # n_layers of them
+    final_norm: Norm
+
+
+# --8<-- [end:weights]
+
+
+# ------------------------------------------------------------ checks
+def _checked_config(config: object) -> Config:
+    """`config` as a Config of positive integers that fit together."""
+    if not isinstance(config, tuple) or len(config) != len(Config._fields):
+        raise TypeError(
+            "config must be a gpt.Config(vocab_size, context, n_layers, "
+            f"n_heads, d_model), got {config!r:.100}"
+        )
+    config = Config(*config)
+    for name, value in config._asdict().items():
+        if isinstance(value, bool) or not isinstance(value, Integral):
+            raise TypeError(f"config.{name} must be an integer, got {value!r}")
+        if value < 1:
+            raise ValueError(f"config.{name} must be at least 1, got {value}")
+    if config.d_model % config.n_heads:
+        raise ValueError(
+            f"config.d_model = {config.d_model} does not divide into "
+            f"n_heads = {config.n_heads} heads of equal size"
+        )
+    return Config(*(int(value) for value in config))
+
+
+def _checked_ids(ids: object, config: Config, name: str = "ids") -> Array:
+    """`ids` as an integer array [batch, n] or [n] of tokens that fit."""
+    try:
+        array = np.asarray(ids)
+    except ValueError:  # NumPy refuses ragged rows
+        raise ValueError(
+            f"{name} has rows of different lengths: every row of a batch "
+            "needs the same number of tokens"
+        ) from None
+    if array.dtype.kind not in "iu":
+        raise TypeError(
+            f"{name} must be integer token ids, got dtype {array.dtype} "
+            f"(shape {array.shape})"
+        )
+    if array.ndim not in (1, 2):
+        raise ValueError(
+            f"{name} must be [batch, n] or [n] token ids, "
+            f"got {array.ndim} dimensions, shape {array.shape}"
+        )
+    n = array.shape[-1]
+    if n == 0 or array.size == 0:
+        raise ValueError(f"{name} is empty (shape {array.shape})")
+    if n > config.context:
+        raise ValueError(
+            f"{name} has {n} tokens per row, more than the model's context "
+            f"of {config.context} (one position vector each)"
+        )
+    low, high = array.min(), array.max()
+    if low < 0 or high >= config.vocab_size:
+        raise ValueError(
+            f"{name} must be between 0 and {config.vocab_size - 1} "
+            f"(vocab_size {config.vocab_size}), got {low} to {high}"
+        )
+    return array
+
+
+def _checked_params(params: object) -> Params:
+    """`params` is a Params (from `init`, `from_state_dict` or `load`)."""
+    if not isinstance(params, Params):
+        raise TypeError(
+            "params must be a gpt.Params (from gpt.init, gpt.from_state_dict "
+            f"or gpt.load(...).params), got {type(params).__name__}"
+        )
+    return params
+
+
+# ------------------------------------------------------------ the forward pass
+# --8<-- [start:embed]
+def embed(
+    ids: Array, token_embedding: Array, position_embedding: Array
+) -> Array:  # [..., n], [vocab, d], [context, d] -> [..., n, d]
+    """Each token's row of the token table plus its position's row.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop.gpt import embed
+    >>> tokens = np.array([[1.0, 0.0], [0.0, 1.0]])  # vocab 2, d 2
+    >>> positions = np.array([[10.0, 10.0], [20.0, 20.0], [30.0, 30.0]])
+    >>> embed(np.array([1, 1]), tokens, positions).tolist()
+    [[10.0, 11.0], [20.0, 21.0]]
+    """
+    n = ids.shape[-1]
+    return token_embedding[ids] + position_embedding[:n]  # positions 0..n-1
+
+
+# --8<-- [end:embed]
+
+
+class BlockCache(NamedTuple):
+    """What `block_forward` computed on the way, for `block_backward`."""
+
+    x: Array  # the block's input [..., n, d]
+    normed_1: Array  # ln_1(x)
+    q: Array  # [..., n_heads, n, d_head]
+    k: Array
+    v: Array
+    weights: Array  # attention's [..., n_heads, n, n]
+    merged: Array  # attention's heads side by side [..., n, d]
+    middle: Array  # x + the attention half
+    normed_2: Array  # ln_2(middle)
+    widened: Array  # [..., n, 4 d], before GELU
+    activated: Array  # after GELU
+
+
+# --8<-- [start:block_forward]
+def block_forward(
+    x: Array, block: Block, n_heads: int
+) -> tuple[Array, BlockCache]:  # [..., n, d] -> [..., n, d]
+    """``x + attention(ln_1(x))``, then ``+ mlp(ln_2(...))``; and the cache.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import gpt
+    >>> params = gpt.init(gpt.Config(10, 8, 1, 2, 4))
+    >>> x = np.ones((3, 4), dtype=np.float32)
+    >>> out, cache = gpt.block_forward(x, params.blocks[0], n_heads=2)
+    >>> out.shape, cache.q.shape, cache.weights.shape
+    ((3, 4), (2, 3, 2), (2, 3, 3))
+    """
+    normed_1 = layer_norm(x, *block.norm_1, eps=LAYER_NORM_EPS)
+    qkv = linear(normed_1, *block.attention.qkv)  # [..., n, 3 d]
+    q, k, v = (
+        split_heads(part, n_heads) for part in np.split(qkv, 3, axis=-1)
+    )  # each [..., n_heads, n, d_head], views of qkv
+    weights = attention_weights(q, k, is_causal=True)  # [..., n_heads, n, n]
+    merged = merge_heads(weights @ v)  # [..., n, d]
+    middle = x + linear(merged, *block.attention.output)  # residual add
+    normed_2 = layer_norm(middle, *block.norm_2, eps=LAYER_NORM_EPS)
+    widened = linear(normed_2, *block.mlp.widen)  # [..., n, 4 d]
+    activated = gelu(widened, approximate="tanh")  # GPT-2's "gelu_new"
+    out = middle + linear(activated, *block.mlp.narrow)  # residual add
+    cache = BlockCache(
+        x,
+        normed_1,
+        q,
+        k,
+        v,
+        weights,
+        merged,
+        middle,
+        normed_2,
+        widened,
+        activated,
+    )
+    return out, cache
+
+
+# --8<-- [end:block_forward]
+
+
+# --8<-- [start:forward]
+def forward(params: Params, ids: ArrayLike) -> Array:
+    # [batch, n] -> [batch, n, vocab], or [n] -> [n, vocab]
+    """The logits: for each position, a score for every possible next token.
+
+    Parameters
+    ----------
+    params : Params
+        The weights (from `init`, `from_state_dict` or `load`).
+    ids : array_like of int, shape (batch, n) or (n,)
+        Token ids, ``0 <= id < vocab_size``, ``1 <= n <= context``.
+
+    Returns
+    -------
+    numpy.ndarray, shape (batch, n, vocab_size) or (n, vocab_size)
+        In the dtype of the parameters. Position ``i``'s scores depend on
+        tokens ``0..i`` only; each row of a batch gets what it would alone.
+
+    Raises
+    ------
+    TypeError
+        If `ids` are not integers (floats and booleans are refused).
+    ValueError
+        If `ids` is empty, longer than the context, not 1-D or 2-D, or holds
+        an id outside the vocabulary.
+
+    Examples
+    --------
+    >>> from opbyop import gpt
+    >>> params = gpt.init(gpt.Config(10, 8, 1, 2, 4))
+    >>> gpt.forward(params, [1, 2, 3]).shape
+    (3, 10)
+    """
+    params = _checked_params(params)
+    ids = _checked_ids(ids, params.config)
+    x = embed(ids, params.token_embedding, params.position_embedding)
+    for block in params.blocks:
+        x, _ = block_forward(x, block, params.config.n_heads)
+    x = layer_norm(x, *params.final_norm, eps=LAYER_NORM_EPS)
+    return linear(x, params.token_embedding)  # tied: the token table again
+
+
+# --8<-- [end:forward]
+
+
+# ------------------------------------------------------- the backward pass
+# --8<-- [start:embed_backward]
+def embed_backward(
+    dx: Array, ids: Array, token_embedding: Array, position_embedding: Array
+) -> tuple[Array, Array]:  # [..., n, d], [..., n] -> [vocab, d], [context, d]
+    """The gradients of `embed` for the token and the position tables.
+
+    A token's row gets the sum of the gradients of every place it was used
+    (``np.add.at``, which adds repeated ids up where ``table[ids] += dx``
+    would keep only one); position ``i``'s row gets the sum over the batch.
+    Rows that were not used get 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop.gpt import embed_backward
+    >>> tokens, positions = np.zeros((3, 2)), np.zeros((4, 2))
+    >>> dx = np.array([[1.0, 1.0], [2.0, 2.0]])
+    >>> d_tokens, d_positions = embed_backward(
+    ...     dx, np.array([2, 2]), tokens, positions
+    ... )
+    >>> d_tokens.tolist()  # token 2, used twice
+    [[0.0, 0.0], [0.0, 0.0], [3.0, 3.0]]
+    >>> d_positions.tolist()
+    [[1.0, 1.0], [2.0, 2.0], [0.0, 0.0], [0.0, 0.0]]
+    """
+    d = token_embedding.shape[-1]
+    d_tokens = np.zeros_like(token_embedding)
+    np.add.at(d_tokens, ids.reshape(-1), dx.reshape(-1, d))
+    n = ids.shape[-1]
+    d_positions = np.zeros_like(position_embedding)
+    d_positions[:n] = dx.reshape(-1, n, d).sum(axis=0)
+    return d_tokens, d_positions
+
+
+# --8<-- [end:embed_backward]
+
+
+# --8<-- [start:block_backward]
+def block_backward(
+    d_out: Array, cache: BlockCache, block: Block, n_heads: int
+) -> tuple[Array, Block]:  # [..., n, d] -> [..., n, d], the block's grads
+    """The gradients of `block_forward`: its steps backward, last first.
+
+    A residual add ``out = middle + f(middle)`` passes `d_out` straight
+    through to `middle`, and adds it to what comes back through ``f``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import gpt
+    >>> params = gpt.init(gpt.Config(10, 8, 1, 2, 4))
+    >>> x = np.ones((3, 4), dtype=np.float32)
+    >>> out, cache = gpt.block_forward(x, params.blocks[0], n_heads=2)
+    >>> dx, grads = gpt.block_backward(
+    ...     np.ones_like(out), cache, params.blocks[0], n_heads=2
+    ... )
+    >>> dx.shape, grads.mlp.widen.weight.shape
+    ((3, 4), (16, 4))
+    """
+    c, eps = cache, LAYER_NORM_EPS
+    # out = middle + narrow(gelu(widen(ln_2(middle))))
+    d_activated, *d_narrow = linear_backward(
+        d_out, c.activated, block.mlp.narrow.weight
+    )
+    d_widened = gelu_backward(d_activated, c.widened, approximate="tanh")
+    d_normed_2, *d_widen = linear_backward(
+        d_widened, c.normed_2, block.mlp.widen.weight
+    )
+    d_middle, *d_norm_2 = layer_norm_backward(
+        d_normed_2, c.middle, block.norm_2.weight, eps=eps
+    )
+    d_middle += d_out  # the residual add
+    # middle = x + output(attention(split(qkv(ln_1(x)))))
+    d_merged, *d_output = linear_backward(
+        d_middle, c.merged, block.attention.output.weight
+    )
+    d_heads = split_heads(d_merged, n_heads)  # merge_heads, backward
+    d_q, d_k, d_v = attention_backward(d_heads, c.q, c.k, c.v, c.weights)
+    d_qkv = np.concatenate(
+        [merge_heads(d_q), merge_heads(d_k), merge_heads(d_v)], axis=-1
+    )  # [..., n, 3 d]: the split, backward
+    d_normed_1, *d_qkv_params = linear_backward(
+        d_qkv, c.normed_1, block.attention.qkv.weight
+    )
+    dx, *d_norm_1 = layer_norm_backward(
+        d_normed_1, c.x, block.norm_1.weight, eps=eps
+    )
+    dx += d_middle  # the residual add
+    grads = Block(
+        norm_1=Norm(*d_norm_1),
+        attention=Attention(Linear(*d_qkv_params), Linear(*d_output)),
+        norm_2=Norm(*d_norm_2),
+        mlp=MLP(Linear(*d_widen), Linear(*d_narrow)),
+    )
+    return dx, grads
+
+
+# --8<-- [end:block_backward]
+
+
+# --8<-- [start:forward_backward]
+def forward_backward(
+    params: Params, ids: Array, targets: Array
+) -> tuple[float, Params]:  # [batch, n], [batch, n] -> loss, grads
+    """The loss, then every gradient: the forward pass, then back through it.
+
+    The forward pass keeps each block's cache; the backward pass goes
+    through every step last first. The token table is used twice (the input
+    embedding and the output layer), so its gradient is the sum of both.
+    `ids` and `targets` are checked integer arrays ``[batch, n]`` (use
+    `loss_and_grads`, which checks them and shares the work between cores).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import gpt
+    >>> params = gpt.init(gpt.Config(10, 8, 1, 2, 4))
+    >>> ids = np.array([[1, 2, 3]])
+    >>> loss, grads = gpt.forward_backward(params, ids, ids)
+    >>> grads.token_embedding.shape
+    (10, 4)
+    """
+    config = params.config
+    # Forward, keeping what the backward pass needs.
+    tokens, positions = params.token_embedding, params.position_embedding
+    x = embed(ids, tokens, positions)
+    caches = []
+    for block in params.blocks:
+        x, cache = block_forward(x, block, config.n_heads)
+        caches.append(cache)
+    normed = layer_norm(x, *params.final_norm, eps=LAYER_NORM_EPS)
+    logits = linear(normed, tokens)
+    loss = cross_entropy(logits, targets)
+    # Backward, last step first.
+    d_logits = cross_entropy_backward(logits, targets)
+    d_normed, d_tokens_out, _ = linear_backward(d_logits, normed, tokens)
+    dx, *d_final_norm = layer_norm_backward(
+        d_normed, x, params.final_norm.weight, eps=LAYER_NORM_EPS
+    )
+    block_grads = []
+    for block, cache in zip(params.blocks[::-1], caches[::-1], strict=True):
+        dx, grads = block_backward(dx, cache, block, config.n_heads)
+        block_grads.append(grads)
+    d_tokens_in, d_positions = embed_backward(dx, ids, tokens, positions)
+    return loss, Params(
+        config=config,
+        token_embedding=d_tokens_in + d_tokens_out,  # tied: both uses add
+        position_embedding=d_positions,
+        blocks=tuple(block_grads[::-1]),
+        final_norm=Norm(*d_final_norm),
+    )
+
+
+# --8<-- [end:forward_backward]
+
+
+# --8<-- [start:loss_and_grads]
+def loss_and_grads(
+    params: Params, ids: ArrayLike, targets: ArrayLike
+) -> tuple[float, Params]:  # [batch, n], [batch, n] -> loss, grads
+    """The mean cross-entropy of `targets` given `ids`, and its gradients.
+
+    Runs `forward_backward` on the batch. A large batch is cut into one
+    share of rows per core, each share's `forward_backward` runs on its own
+    thread with BLAS held to one thread (process-wide, for the call), and
+    the shares' losses and gradients are averaged, weighted by their rows:
+    the layer norms, GELUs and softmaxes then run side by side too, not
+    only the matrix products.
+
+    Parameters
+    ----------
+    params : Params
+        The weights.
+    ids : array_like of int, shape (batch, n) or (n,)
+        The input tokens, as for `forward`.
+    targets : array_like of int, the shape of `ids`
+        The token that should come after each position (usually `ids`
+        shifted by one).
+
+    Returns
+    -------
+    loss : float
+        The mean cross-entropy over every position, in nats.
+    grads : Params
+        The gradient of the loss for every parameter, in the structure and
+        dtype of `params` (the same `config`).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For bad `ids` or `targets`, as `forward`.
+
+    Notes
+    -----
+    A step allocates and frees many arrays of a megabyte or more. By
+    default glibc hands such memory back to the system as soon as it is
+    freed, and the next step pays a page fault for every 4 KiB of it again:
+    about a quarter of a small model's step. So the first call asks glibc
+    (on Linux; elsewhere nothing happens) to keep up to 256 MiB of freed
+    memory for reuse, for the rest of the process.
+
+    Examples
+    --------
+    >>> import math
+    >>> from opbyop import gpt
+    >>> params = gpt.init(gpt.Config(10, 8, 1, 2, 4))
+    >>> loss, grads = gpt.loss_and_grads(params, [[1, 2, 3]], [[2, 3, 4]])
+    >>> abs(loss - math.log(10)) < 0.1  # untrained: nearly uniform
+    True
+    >>> grads.blocks[0].attention.qkv.weight.shape
+    (12, 4)
+    """
+    params = _checked_params(params)
+    ids = _checked_ids(ids, params.config)
+    targets = _checked_ids(targets, params.config, "targets")
+    if targets.shape != ids.shape:
+        raise ValueError(
+            f"targets needs the shape of ids {ids.shape}, got {targets.shape}"
+        )
+    _keep_freed_memory()
+    ids, targets = np.atleast_2d(ids), np.atleast_2d(targets)  # [batch, n]
+    shares = _shares(ids.shape[0], ids.size * params.config.d_model)
+    if len(shares) == 1:
+        return forward_backward(params, ids, targets)
+    with blas_threads(1):
+        helpers = [
+            _pool().submit(forward_backward, params, ids[s], targets[s])
+            for s in shares[1:]
+        ]
+        first = forward_backward(params, ids[shares[0]], targets[shares[0]])
+        results = [first] + [helper.result() for helper in helpers]
+    weights = [(s.stop - s.start) / ids.shape[0] for s in shares]
+    loss = sum(
+        w * share_loss
+        for w, (share_loss, _) in zip(weights, results, strict=True)
+    )
+    return loss, _weighted_sum([g for _, g in results], weights)
+
+
+# --8<-- [end:loss_and_grads]
+
+
+# A batch is shared between the cores from this many numbers per layer
+# (tokens times d_model) on: below, starting threads costs more than it saves.
+_SHARE_FROM = 2**15
+
+
+def _shares(rows: int, size: int) -> list[slice]:
+    """The rows of a batch cut into one run per core (or one run)."""
+    n = min(usable_cores(), rows) if size >= _SHARE_FROM else 1
+    cuts = [round(i * rows / n) for i in range(n + 1)]
+    return [slice(a, b) for a, b in itertools.pairwise(cuts)]
+
+
+@cache
+def _pool() -> ThreadPoolExecutor:
+    """Threads for the other cores, started once (idle, they cost nothing)."""
+    return ThreadPoolExecutor(max(usable_cores() - 1, 1), "opbyop-gpt")
+
+
+def _weighted_sum(trees: list[Any], weights: list[float]) -> Any:
+    """``sum(w * tree)`` array by array, for trees shaped as `Params`."""
+    first = trees[0]
+    if isinstance(first, np.ndarray):
+        out = first * weights[0]  # a Python float: float32 stays float32
+        for tree, weight in zip(trees[1:], weights[1:], strict=True):
+            out += tree * weight
+        return out
+    if isinstance(first, Config):
+        return first
+    parts = [
+        _weighted_sum([tree[i] for tree in trees], weights)
+        for i in range(len(first))
+    ]
+    return type(first)(*parts) if hasattr(first, "_fields") else tuple(parts)
+
+
+# glibc's mallopt parameters (malloc.h).
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+
+
+@cache
+def _keep_freed_memory() -> None:
+    """Ask glibc to keep freed memory for reuse (once per process).
+
+    Blocks under 64 MiB come from the heap rather than from their own
+    mapping, and up to 256 MiB free at the heap's top is kept: a training
+    step's arrays then reuse the last step's pages instead of faulting new
+    ones in.
+    """
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (AttributeError, OSError, TypeError):  # not glibc: leave it be
+        return
+    mallopt(_M_MMAP_THRESHOLD, 64 * 2**20)
+    mallopt(_M_TRIM_THRESHOLD, 256 * 2**20)
+
+
+# ------------------------------------------------------------ initialisation
+def init(
+    config: Config, seed: int = 0, dtype: type[np.floating[Any]] = np.float32
+) -> Params:
+    """New weights, drawn as GPT-2 draws them.
+
+    Every matrix and both tables are normal with standard deviation 0.02,
+    except the two projections back into the residual stream (the
+    attention's output and the MLP's narrowing), 0.02 / sqrt(2 n_layers),
+    so the sum of the blocks' additions keeps its size however deep the
+    model. Biases are 0, layer norms' weights 1 and biases 0.
+
+    Parameters
+    ----------
+    config : Config
+        The sizes.
+    seed : int, optional
+        For `numpy.random.default_rng`. The numbers are drawn in float64 in
+        a fixed order (token table, position table, then each block's qkv,
+        output, widen and narrow matrices) and then rounded to `dtype`, so a
+        float32 model is the float64 one rounded.
+    dtype : numpy.float32 or numpy.float64, optional
+        float32 to train (the default), float64 to check gradients.
+
+    Returns
+    -------
+    Params
+
+    Raises
+    ------
+    ValueError
+        If a size is below 1, or `d_model` does not divide by `n_heads`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import gpt
+    >>> params = gpt.init(gpt.Config(256, 64, 4, 4, 128))
+    >>> params.blocks[0].attention.qkv.weight.shape
+    (384, 128)
+    >>> params.token_embedding.dtype
+    dtype('float32')
+    """
+    config = _checked_config(config)
+    work = _checked_dtype(dtype)
+    rng = np.random.default_rng(seed)
+    d, n_layers = config.d_model, config.n_layers
+    residual_std = 0.02 / math.sqrt(2 * n_layers)
+
+    def normal(shape: tuple[int, ...], std: float = 0.02) -> Array:
+        return (rng.standard_normal(shape) * std).astype(work)
+
+    def zeros(size: int) -> Array:
+        return np.zeros(size, dtype=work)
+
+    def norm() -> Norm:
+        return Norm(np.ones(d, dtype=work), zeros(d))
+
+    token_embedding = normal((config.vocab_size, d))
+    position_embedding = normal((config.context, d))
+    blocks = []
+    for _ in range(n_layers):
+        qkv = Linear(normal((3 * d, d)), zeros(3 * d))
+        output = Linear(normal((d, d), residual_std), zeros(d))
+        widen = Linear(normal((4 * d, d)), zeros(4 * d))
+        narrow = Linear(normal((d, 4 * d), residual_std), zeros(d))
+        blocks.append(
+            Block(norm(), Attention(qkv, output), norm(), MLP(widen, narrow))
+        )
+    return Params(
+        config, token_embedding, position_embedding, tuple(blocks), norm()
+    )
+
+
+def _checked_dtype(dtype: object) -> np.dtype[Any]:
+    try:
+        work = np.dtype(dtype)  # type: ignore[call-overload]
+    except TypeError:
+        work = None
+    if work not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise ValueError(
+            f"dtype must be numpy.float32 or numpy.float64, got {dtype!r}"
+        )
+    return work
+
+
+# ------------------------------------------------------- Hugging Face's format
+# Our name for each tensor of a block, and Hugging Face's GPT-2 name. Hugging
+# Face's matrices are Conv1D weights, [d_in, d_out]: the transposes of ours.
+_BLOCK_NAMES = {
+    ("norm_1", "weight"): "ln_1.weight",
+    ("norm_1", "bias"): "ln_1.bias",
+    ("attention", "qkv", "weight"): "attn.c_attn.weight",
+    ("attention", "qkv", "bias"): "attn.c_attn.bias",
+    ("attention", "output", "weight"): "attn.c_proj.weight",
+    ("attention", "output", "bias"): "attn.c_proj.bias",
+    ("norm_2", "weight"): "ln_2.weight",
+    ("norm_2", "bias"): "ln_2.bias",
+    ("mlp", "widen", "weight"): "mlp.c_fc.weight",
+    ("mlp", "widen", "bias"): "mlp.c_fc.bias",
+    ("mlp", "narrow", "weight"): "mlp.c_proj.weight",
+    ("mlp", "narrow", "bias"): "mlp.c_proj.bias",
+}
+_TRANSPOSED = {"attn.c_attn.weight", "attn.c_proj.weight"}
+_TRANSPOSED |= {"mlp.c_fc.weight", "mlp.c_proj.weight"}
+
+
+def _expected_shapes(config: Config) -> dict[str, tuple[int, ...]]:
+    """Every tensor `state_dict` gives for `config`, and its shape."""
+    d, v = config.d_model, config.vocab_size
+    shapes: dict[str, tuple[int, ...]] = {
+        "transformer.wte.weight": (v, d),
+        "transformer.wpe.weight": (config.context, d),
+    }
+    block = {
+        "ln_1.weight": (d,),
+        "ln_1.bias": (d,),
+        "attn.c_attn.weight": (d, 3 * d),
+        "attn.c_attn.bias": (3 * d,),
+        "attn.c_proj.weight": (d, d),
+        "attn.c_proj.bias": (d,),
+        "ln_2.weight": (d,),
+        "ln_2.bias": (d,),
+        "mlp.c_fc.weight": (d, 4 * d),
+        "mlp.c_fc.bias": (4 * d,),
+        "mlp.c_proj.weight": (4 * d, d),
+        "mlp.c_proj.bias": (d,),
+    }
+    for i in range(config.n_layers):
+        for name, shape in block.items():
+            shapes[f"transformer.h.{i}.{name}"] = shape
+    shapes["transformer.ln_f.weight"] = (d,)
+    shapes["transformer.ln_f.bias"] = (d,)
+    return shapes
+
+
+def _get(tree: Any, path: tuple[str, ...]) -> Any:
+    for field in path:
+        tree = getattr(tree, field)
+    return tree
+
+
+def state_dict(params: Params) -> dict[str, Array]:
+    """Every tensor under its ``GPT2LMHeadModel`` name, in its layout.
+
+    The matrices are Hugging Face's ``Conv1D`` weights, ``[d_in, d_out]``,
+    the transposes of ours: ``transformer.h.0.attn.c_attn.weight`` is
+    ``[d_model, 3 d_model]``, queries, keys and values side by side. There
+    is no ``lm_head.weight``: the output layer is the token table. Works on
+    gradients too (they are `Params`). Every array is a new contiguous copy.
+
+    Examples
+    --------
+    >>> from opbyop import gpt
+    >>> tensors = gpt.state_dict(gpt.init(gpt.Config(10, 8, 1, 2, 4)))
+    >>> tensors["transformer.h.0.attn.c_attn.weight"].shape
+    (4, 12)
+    >>> len(tensors)  # 2 tables, 12 per block, the final norm's 2
+    16
+    """
+    params = _checked_params(params)
+    tensors = {
+        "transformer.wte.weight": params.token_embedding,
+        "transformer.wpe.weight": params.position_embedding,
+    }
+    for i, block in enumerate(params.blocks):
+        for path, name in _BLOCK_NAMES.items():
+            tensor = _get(block, path)
+            tensors[f"transformer.h.{i}.{name}"] = (
+                tensor.T if name in _TRANSPOSED else tensor
+            )
+    tensors["transformer.ln_f.weight"] = params.final_norm.weight
+    tensors["transformer.ln_f.bias"] = params.final_norm.bias
+    return {name: np.array(t, order="C") for name, t in tensors.items()}
+
+
+def from_state_dict(
+    tensors: Mapping[str, ArrayLike], config: Config
+) -> Params:
+    """`Params` from ``GPT2LMHeadModel``'s tensors: `state_dict`'s inverse.
+
+    Parameters
+    ----------
+    tensors : mapping of str to array_like
+        Exactly the names `state_dict` gives for `config` (with the
+        ``transformer.`` prefix), in its layouts, float32 or float64, one
+        dtype for all. `load` reads other spellings of a checkpoint.
+    config : Config
+        The sizes the tensors must have.
+
+    Returns
+    -------
+    Params
+        New contiguous copies, in the tensors' dtype.
+
+    Raises
+    ------
+    ValueError
+        If a tensor is missing, unexpected, of the wrong shape, or not
+        float32 or float64 (the message names it).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import gpt
+    >>> config = gpt.Config(10, 8, 1, 2, 4)
+    >>> params = gpt.init(config)
+    >>> again = gpt.from_state_dict(gpt.state_dict(params), config)
+    >>> bool(np.array_equal(again.blocks[0].mlp.widen.weight,
+    ...                     params.blocks[0].mlp.widen.weight))
+    True
+    """
+    config = _checked_config(config)
+    if not isinstance(tensors, Mapping):
+        raise TypeError(
+            f"tensors must be a dict of name -> array, "
+            f"got {type(tensors).__name__}"
+        )
+    shapes = _expected_shapes(config)
+    missing = [name for name in shapes if name not in tensors]
+    if missing:
+        raise ValueError(
+            f"missing tensor{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''} "
+            f"for {config}"
+        )
+    extra = [name for name in tensors if name not in shapes]
+    if extra:
+        raise ValueError(
+            f"unexpected tensor{'s' if len(extra) > 1 else ''} "
+            f"{', '.join(map(str, extra[:5]))} for {config}"
+        )
+    arrays = {}
+    for name, want in shapes.items():
+        array = np.asarray(tensors[name])
+        if array.dtype not in (np.float32, np.float64):
+            raise ValueError(
+                f"tensor {name} is {array.dtype}: expected float32 or float64"
+            )
+        if array.shape != want:
+            raise ValueError(
+                f"tensor {name} has shape {array.shape}, expected {want} "
+                f"for {config}"
+            )
+        arrays[name] = array
+    dtypes = {array.dtype for array in arrays.values()}
+    if len(dtypes) > 1:
+        raise ValueError(
+            f"the tensors mix dtypes {sorted(map(str, dtypes))}: "
+            "convert them to one"
+        )
+
+    def take(name: str) -> Array:
+        array = arrays[name]
+        short = name.split(".", 3)[-1]  # transformer.h.0.<short>
+        return np.array(array.T if short in _TRANSPOSED else array, order="C")
+
+    def norm(prefix: str) -> Norm:
+        return Norm(take(f"{prefix}.weight"), take(f"{prefix}.bias"))
+
+    def linear_(prefix: str) -> Linear:
+        return Linear(take(f"{prefix}.weight"), take(f"{prefix}.bias"))
+
+    blocks = []
+    for i in range(config.n_layers):
+        h = f"transformer.h.{i}"
+        blocks.append(
+            Block(
+                norm_1=norm(f"{h}.ln_1"),
+                attention=Attention(
+                    linear_(f"{h}.attn.c_attn"), linear_(f"{h}.attn.c_proj")
+                ),
+                norm_2=norm(f"{h}.ln_2"),
+                mlp=MLP(linear_(f"{h}.mlp.c_fc"), linear_(f"{h}.mlp.c_proj")),
+            )
+        )
+    return Params(
+        config,
+        take("transformer.wte.weight"),
+        take("transformer.wpe.weight"),
+        tuple(blocks),
+        norm("transformer.ln_f"),
+    )
+
+
+# ------------------------------------------------------------ files
+def _hf_config(config: Config, dtype: np.dtype[Any]) -> dict[str, Any]:
+    """config.json for ``GPT2LMHeadModel``: this module's architecture."""
+    return {
+        "architectures": ["GPT2LMHeadModel"],
+        "model_type": "gpt2",
+        "vocab_size": config.vocab_size,
+        "n_positions": config.context,
+        "n_embd": config.d_model,
+        "n_layer": config.n_layers,
+        "n_head": config.n_heads,
+        "n_inner": None,  # 4 * n_embd
+        "activation_function": "gelu_new",  # tanh GELU
+        "layer_norm_epsilon": LAYER_NORM_EPS,
+        "resid_pdrop": 0.0,
+        "embd_pdrop": 0.0,
+        "attn_pdrop": 0.0,
+        "scale_attn_weights": True,
+        "scale_attn_by_inverse_layer_idx": False,
+        "reorder_and_upcast_attn": False,
+        "tie_word_embeddings": True,
+        "initializer_range": 0.02,
+        # No special tokens: nothing stops generation early.
+        "bos_token_id": None,
+        "eos_token_id": None,
+        "dtype": str(dtype),
+    }
+
+
+def save(params: Params, folder: str | Path) -> Path:
+    """Write a folder that ``GPT2LMHeadModel.from_pretrained`` loads.
+
+    ``config.json`` (GPT-2's keys: ``n_embd``, ``n_layer``, ``n_head``,
+    ``n_positions`` = context, ``activation_function`` "gelu_new", dropouts
+    0, tied embeddings, no start or end token) and ``model.safetensors``
+    (`state_dict`'s tensors). The folder is created if need be; files of
+    the same names are replaced.
+
+    Returns
+    -------
+    pathlib.Path
+        The folder.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from opbyop import gpt
+    >>> params = gpt.init(gpt.Config(10, 8, 1, 2, 4))
+    >>> folder = gpt.save(params, tempfile.mkdtemp())
+    >>> sorted(p.name for p in folder.iterdir())
+    ['config.json', 'model.safetensors']
+    """
+    params = _checked_params(params)
+    if not isinstance(folder, (str, Path)):
+        raise TypeError(
+            f"folder must be a str or Path, got {type(folder).__name__}"
+        )
+    path = Path(folder)
+    path.mkdir(parents=True, exist_ok=True)
+    dtype = params.token_embedding.dtype
+    config = _hf_config(params.config, dtype)
+    (path / "config.json").write_text(
+        json.dumps(config, indent=2) + "\n", encoding="utf-8"
+    )
+    safetensors.numpy.save_file(
+        state_dict(params),
+        str(path / "model.safetensors"),
+        metadata={"format": "pt"},  # what transformers checks for
+    )
+    return path
+
+
+class Model:
+    """A GPT read from a folder by `load`.
+
+    Attributes
+    ----------
+    config : Config
+        The sizes, from ``config.json``.
+    params : Params
+        The weights.
+    tokenizer : None
+        The folder's tokenizer (None: none is read yet).
+    folder : pathlib.Path
+        Where the files were read from.
+    """
+
+    def __init__(
+        self,
+        params: Params,
+        *,
+        tokenizer: Any = None,
+        folder: Path | None = None,
+    ) -> None:
+        self.config = params.config
+        self.params = params
+        self.tokenizer = tokenizer
+        self.folder = folder
+
+    def __repr__(self) -> str:
+        return f"<gpt.Model {self.config} from {self.folder}>"
+
+
+# What config.json may say, for this code to compute what transformers does.
+_TANH_GELUS = ("gelu_new", "gelu_pytorch_tanh")
+_HF_SIZES = {
+    "vocab_size": "vocab_size",
+    "n_positions": "context",
+    "n_layer": "n_layers",
+    "n_head": "n_heads",
+    "n_embd": "d_model",
+}
+_IGNORED = (".attn.bias", ".attn.masked_bias")  # old checkpoints' mask buffers
+
+
+def load(folder: str | Path) -> Model:
+    """Read a GPT-2 folder: one `save` wrote, or a real GPT-2 checkpoint.
+
+    Parameters
+    ----------
+    folder : str or pathlib.Path
+        Holds ``config.json`` and ``model.safetensors``, for example a
+        Hugging Face cache snapshot of ``gpt2``. Names with or without the
+        ``transformer.`` prefix are read; ``attn.bias`` mask buffers are
+        ignored, and so is an ``lm_head.weight`` equal to the token table.
+
+    Returns
+    -------
+    Model
+        With the parameters in the file's dtype (float16 becomes float32).
+
+    Raises
+    ------
+    FileNotFoundError
+        If the folder or one of its two files is missing.
+    ValueError
+        If ``config.json`` is malformed or describes another architecture,
+        or ``model.safetensors`` is truncated, malformed, lacks a tensor or
+        has one of the wrong shape (the message names the file or tensor).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from opbyop import gpt
+    >>> params = gpt.init(gpt.Config(10, 8, 1, 2, 4))
+    >>> model = gpt.load(gpt.save(params, tempfile.mkdtemp()))
+    >>> model.config
+    Config(vocab_size=10, context=8, n_layers=1, n_heads=2, d_model=4)
+    """
+    if not isinstance(folder, (str, Path)):
+        raise TypeError(
+            f"folder must be a str or Path, got {type(folder).__name__}"
+        )
+    path = Path(folder).expanduser()
+    if not path.is_dir():
+        raise FileNotFoundError(f"no folder at {path}")
+    for name in ("config.json", "model.safetensors"):
+        if not (path / name).is_file():
+            raise FileNotFoundError(
+                f"{path} has no {name}: a GPT-2 folder needs config.json "
+                "and model.safetensors"
+            )
+    config = _read_config(path / "config.json")
+    tensors = _read_tensors(path / "model.safetensors")
+    return Model(from_state_dict(_our_names(tensors), config), folder=path)
+
+
+def _read_config(file: Path) -> Config:
+    try:
+        found = json.loads(file.read_text("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{file} is not valid JSON: {error}") from None
+    if not isinstance(found, dict):
+        raise ValueError(f"{file} must hold a JSON object")
+
+    def refuse(key: str, want: str) -> ValueError:
+        return ValueError(
+            f"{file}: {key} is {found.get(key, 'missing')!r}, expected {want}"
+            " (this code runs GPT-2's architecture only)"
+        )
+
+    if found.get("model_type") != "gpt2":
+        raise refuse("model_type", "'gpt2'")
+    if found.get("activation_function", "gelu_new") not in _TANH_GELUS:
+        raise refuse("activation_function", "'gelu_new'")
+    eps = found.get("layer_norm_epsilon", LAYER_NORM_EPS)
+    if not isinstance(eps, (int, float)) or not math.isclose(
+        eps, LAYER_NORM_EPS
+    ):
+        raise refuse("layer_norm_epsilon", str(LAYER_NORM_EPS))
+    flags = {
+        "tie_word_embeddings": True,
+        "scale_attn_weights": True,
+        "scale_attn_by_inverse_layer_idx": False,
+        "reorder_and_upcast_attn": False,
+    }
+    for key, want in flags.items():
+        if found.get(key, want) is not want:
+            raise refuse(key, str(want).lower())
+    sizes = {}
+    for key, field in _HF_SIZES.items():
+        value = found.get(key)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise refuse(key, "an integer")
+        sizes[field] = value
+    inner = found.get("n_inner")
+    if inner is not None and inner != 4 * sizes["d_model"]:
+        raise refuse("n_inner", f"null or {4 * sizes['d_model']}")
+    try:
+        return _checked_config(Config(**sizes))
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{file}: {error}") from None
+
+
+def _read_tensors(file: Path) -> dict[str, Array]:
+    try:
+        tensors = safetensors.numpy.load_file(str(file))
+    except (safetensors.SafetensorError, OSError, ValueError) as error:
+        raise ValueError(
+            f"{file} is not a readable safetensors file (truncated or "
+            f"malformed?): {error}"
+        ) from None
+    for name, tensor in tensors.items():
+        if tensor.dtype == np.float16:
+            tensors[name] = tensor.astype(np.float32)
+    return tensors
+
+
+def _our_names(tensors: dict[str, Array]) -> dict[str, Array]:
+    """A checkpoint's tensors under `state_dict`'s names."""
+    out = {}
+    for name, tensor in tensors.items():
+        if name.endswith(_IGNORED):
+            continue
+        if name == "lm_head.weight":
+            continue  # checked below: tied weights only
+        if not name.startswith("transformer."):
+            name = f"transformer.{name}"  # as OpenAI's gpt2 on the Hub
+        out[name] = tensor
+    head = tensors.get("lm_head.weight")
+    table = out.get("transformer.wte.weight")
+    if head is not None and (table is None or not np.array_equal(head, table)):
+        raise ValueError(
+            "tensor lm_head.weight differs from the token table "
+            "transformer.wte.weight: this code ties the two"
+        )
+    return out
