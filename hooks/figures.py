@@ -185,9 +185,16 @@ def episode_3_heads() -> str:
     before = min(float(weights[2, i, i - 1]) for i in range(1, n))
     words = range(1, n - 1)  # the rows the page's shares average over
     head_8 = weights[8]
-    on_cls = sum(float(head_8[i, 0]) for i in words if i != 1) / len(words)
+    on_cls = sum(float(head_8[i, 0]) for i in words) / len(words)
     on_itself = sum(float(head_8[i, i]) for i in words) / len(words)
     own_best = [f'"{trace.tokens[i]}"' for i in words if head_8[i].argmax() == i]
+    # the weight a word gives [CLS] and [SEP] together, averaged over the words
+    resting = [
+        sum(float(weights[h, i, 0] + weights[h, i, n - 1]) for i in words) / len(words)
+        for h in range(len(weights))
+    ]
+    others = [resting[h] for h in range(len(weights)) if h not in (2, 3, 8)]
+    old = trace.tokens.index("old")
     drawing = attention_heads(
         weights,
         trace.tokens,
@@ -201,9 +208,12 @@ def episode_3_heads() -> str:
         f"{math.floor(100 * before) / 100:.2f} of its weight on the token before it. "
         "Head 8 is brighter in the [CLS] column than on the diagonal: a word gives "
         f"[CLS] {on_cls:.2f} of its weight on average and itself {on_itself:.2f}, "
-        f"and only {', '.join(own_best)} gives itself the most. The other heads are "
-        "dim and spread out, their brightest cells mostly in the [CLS] and [SEP] "
-        "columns.",
+        f"and only {', '.join(own_best)} gives itself the most. In the other heads "
+        f"but head 3, a word gives [CLS] and [SEP] together {min(others):.2f} to "
+        f"{max(others):.2f} of its weight on average (head 3: {resting[3]:.2f}). A "
+        'few single cells are bright too, such as "old" to "man" in head 4 '
+        f'({weights[4, old, old + 1]:.2f}) and "old" to "the" in head 5 '
+        f"({weights[5, old, old - 1]:.2f}).",
     )
 
 

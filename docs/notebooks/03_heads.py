@@ -246,7 +246,7 @@ display(
 # head's: their standard deviation along a row (how far a row's
 # scores lie from their average) is more than four times any
 # other head's. So the wide head mostly copies head 2's line,
-# blurred; the other heads' choices are drowned out.
+# blurred.
 
 # %%
 scores = q_heads @ k_heads.swapaxes(-1, -2) / math.sqrt(D_HEAD)
