@@ -352,8 +352,10 @@ display(
 )
 
 # %% [markdown]
-# That is the whole reason for the division: without it, bigger
-# vectors would make attention look at one word only. The episode
-# shows why that is bad for learning: a softmax that sure of itself
-# barely changes when its scores change, so its gradient, the
-# signal training follows, is close to zero.
+# That is what the division is for: without it, bigger vectors
+# would make attention look at one word only. The episode measures
+# what that does to the gradient, the signal training follows: a
+# softmax that sure of itself barely changes when its scores
+# change, so most rows get almost no gradient, while rows whose
+# two best keys nearly tie get a lot. The Transformer paper
+# suspects this is why unscaled attention did worse at large d.
