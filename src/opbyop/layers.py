@@ -103,6 +103,9 @@ def _promoted(*arrays: NDArray[Any]) -> tuple[list[FloatArray], np.dtype[Any]]:
 
     As `cast`, but a mix of dtypes is promoted (as NumPy promotes it), not refused.
     """
+    first = arrays[0].dtype
+    if first in _LIMITS and all(x.dtype == first for x in arrays[1:]):  # float32 or float64
+        return list(arrays), first  # the usual case: nothing to convert
     out_dtype = np.result_type(*(work_dtype(x.dtype) for x in arrays))
     return cast(*(x.astype(out_dtype, copy=False) for x in arrays))[0], out_dtype
 
