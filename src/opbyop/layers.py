@@ -16,14 +16,14 @@ References
 from __future__ import annotations
 
 import math
-from functools import cache
+from functools import lru_cache
 from numbers import Real
 from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from opbyop._checks import cast, check_dtypes, real_array
+from opbyop._checks import cast, check_dtypes, real_array, work_dtype
 
 __all__ = [
     "gelu",
@@ -62,9 +62,9 @@ def linear(
     -------
     numpy.ndarray, shape (..., d_out)
         float32 and float64 stay as they are, float16 is computed in float32,
-        integers and booleans give float64. `x`, `weight` and `bias` share
-        one dtype (integers and booleans counting as float64): a mix is
-        refused, as ``torch.nn.functional.linear`` refuses it.
+        integers and booleans give float64. A mix of dtypes gives the wider
+        one, as in NumPy (integers and booleans counting as float64):
+        float32 with float64 is float64.
 
     Examples
     --------
@@ -88,8 +88,7 @@ def linear(
                 f"bias needs shape ({weight.shape[0]},) to match weight "
                 f"{weight.shape}, got {arrays['bias'].shape}"
             )
-    check_dtypes(**arrays)  # one dtype for all, as in PyTorch
-    (x, weight, *rest), out_dtype = cast(*arrays.values())
+    (x, weight, *rest), out_dtype = _promoted(*arrays.values())
     bias = rest[0] if rest else None
     # One 2-D product for all the rows: BLAS is about 3x faster on one tall
     # matrix than on a stack of short ones.
@@ -104,6 +103,18 @@ def linear(
     if bias is not None:
         out += bias  # in place: one array fewer
     return out.astype(out_dtype, copy=False)
+
+
+def _promoted(*arrays: NDArray[Any]) -> tuple[list[FloatArray], np.dtype[Any]]:
+    """The arrays in the one dtype to compute in, and the dtype to return.
+
+    As `cast`, but a mix of dtypes is promoted (as NumPy promotes it), not refused.
+    """
+    first = arrays[0].dtype
+    if first in _LIMITS and all(x.dtype == first for x in arrays[1:]):  # float32 or float64
+        return list(arrays), first  # the usual case: nothing to convert
+    out_dtype = np.result_type(*(work_dtype(x.dtype) for x in arrays))
+    return cast(*(x.astype(out_dtype, copy=False) for x in arrays))[0], out_dtype
 
 
 def layer_norm(
@@ -255,7 +266,8 @@ def _recentred(rows: FloatArray, out: FloatArray, eps: float) -> FloatArray:
     underflow) are scaled by a power of two first.
     """
     d, tiny = rows.shape[-1], _LIMITS[rows.dtype].tiny
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # found below
+    # Overflow and underflow are found below; eps = 0 and a constant row: nan, as in PyTorch.
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for _ in range(2):  # the second time takes off what the first one's rounding left
             out -= (_row_sums(out) / d)[..., np.newaxis]
         squares = _row_dots(out)
@@ -292,9 +304,9 @@ def _scaled_normalized(rows: FloatArray, eps: float) -> FloatArray:  # [m, d] ->
     return centred
 
 
-@cache
+@lru_cache(maxsize=16)
 def _filled(d: int, value: float, dtype: np.dtype[Any]) -> FloatArray:
-    """A read-only vector of `d` copies of `value`, made once for each size."""
+    """A read-only vector of `d` copies of `value`, kept for the sizes last used."""
     vector = np.full(d, value, dtype=dtype)
     vector.flags.writeable = False
     return vector
