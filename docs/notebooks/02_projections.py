@@ -8,8 +8,9 @@
 # before it. This notebook draws what the page only summarises:
 # all twelve heads of layer 0 on one sentence, what slicing the
 # weight matrices by columns gives instead (no head of the model at
-# all), and head 2 on a sentence of one word repeated. Every number written here is
-# checked by an `assert` in the code below it.
+# all), and head 2 on a sentence of one word repeated. Every
+# number written here is checked by an `assert` in the code below
+# it.
 #
 # You need the library with its pictures (`opbyop.plot` needs
 # matplotlib), and the model's files:
