@@ -6,10 +6,11 @@
 # all-MiniLM-L6-v2. The page follows one head of its first layer,
 # head 2, which gives every token's whole attention to the token
 # before it. This notebook draws what the page only summarises:
-# all twelve heads of layer 0 on one sentence, the wrong head that
-# slicing the weight matrices by columns gives, and head 2 on a
-# sentence of one word repeated. Every number written here is
-# checked by an `assert` in the code below it.
+# all twelve heads of layer 0 on one sentence, what slicing the
+# weight matrices by columns gives instead (no head of the model at
+# all), and head 2 on a sentence of one word repeated. Every
+# number written here is checked by an `assert` in the code below
+# it.
 #
 # You need the library with its pictures (`opbyop.plot` needs
 # matplotlib), and the model's files:
@@ -116,8 +117,10 @@ print("Checked: one head looks at one key; the others spread.")
 # output number. A head is 32 of those rows. Taking 32 columns
 # instead is an easy mistake, and since the weight matrix is square
 # (384 by 384) nothing fails: the wrong slice gives queries and
-# keys of the right shape, and a different head. Here is head 2
-# both ways on "we fished from the river bank".
+# keys of the right shape, but no head of the model at all: it
+# takes 32 numbers from every row, so it mixes the weights of all
+# 12 heads. Here is head 2 both ways on "we fished from the river
+# bank".
 
 
 # %%
