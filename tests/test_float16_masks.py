@@ -55,6 +55,20 @@ def test_finfo_min_hides_the_key_in_pytorch() -> None:
     np.testing.assert_allclose(finfo["softmax"], RECORD["additive"]["softmax"])
 
 
+def test_pytorch_row_with_every_key_hidden_is_nan() -> None:
+    every = RECORD["all_hidden"]
+    assert every["scores"] == [-math.inf] * 3  # -1e9 rounds to -inf
+    assert all(math.isnan(w) for w in every["softmax"])
+    assert every["multihead_attention_nan"] is True
+
+
+def test_bfloat16_holds_minus_a_billion() -> None:
+    bf16 = RECORD["bfloat16"]
+    assert math.isfinite(bf16["minus_a_billion"])
+    assert abs(bf16["minus_a_billion"] + 1e9) < 0.01 * 1e9
+    assert bf16["max"] > 1e38
+
+
 def test_episode_4_states_each_library() -> None:
     assert f"PyTorch {RECORD['torch_version']}" in PAGE
     assert RECORD["masked_fill"]["error"] in PAGE

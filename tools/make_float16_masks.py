@@ -12,7 +12,11 @@ It records, for scores ``[2, 1, 3]`` in float16 with the last key hidden:
 - ``additive``: ``scores + (1 - keep) * -1e9`` and its softmax;
 - ``masked_fill``: the error ``masked_fill(hidden, -1e9)`` raises;
 - ``finfo_min``: ``torch.finfo(torch.float16).min``, and the softmax of
-  ``masked_fill(hidden, finfo_min)``.
+  ``masked_fill(hidden, finfo_min)``;
+- ``all_hidden``: the softmax of ``scores + -1e9`` with every key hidden,
+  and whether ``nn.MultiheadAttention`` (default path) gives nan when
+  ``key_padding_mask`` hides every key;
+- ``bfloat16``: -1e9 stored as bfloat16, and that type's largest number.
 """
 
 from __future__ import annotations
@@ -44,6 +48,13 @@ def record() -> dict[str, Any]:
         error = str(exc)
     lowest = torch.finfo(torch.float16).min
     filled = scores.masked_fill(hidden, lowest)
+    every_key_hidden = scores + torch.ones_like(keep) * -1e9
+    torch.manual_seed(0)
+    heads = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    x = torch.randn(1, 3, 8)
+    hide_all = torch.ones(1, 3, dtype=torch.bool)  # True: hide the key
+    with torch.no_grad():
+        mha_out, _ = heads(x, x, x, key_padding_mask=hide_all)
     return {
         "torch_version": torch.__version__.split("+")[0],
         "scores": as_list(scores),
@@ -58,6 +69,15 @@ def record() -> dict[str, Any]:
         "finfo_min": {
             "value": lowest,
             "softmax": as_list(torch.softmax(filled, dim=-1)),
+        },
+        "all_hidden": {
+            "scores": as_list(every_key_hidden),
+            "softmax": as_list(torch.softmax(every_key_hidden, dim=-1)),
+            "multihead_attention_nan": bool(mha_out.isnan().all()),
+        },
+        "bfloat16": {
+            "minus_a_billion": float(torch.tensor(-1e9, dtype=torch.bfloat16)),
+            "max": torch.finfo(torch.bfloat16).max,
         },
     }
 
