@@ -421,9 +421,7 @@ def _match_colour_bar(drawing: Any) -> None:
     drawing.set_layout_engine("none")  # then keep what it placed
     grid_axes, bar_axes = drawing.axes
     grid_box, bar_box = grid_axes.get_position(), bar_axes.get_position()
-    bar_axes.set_position(
-        [bar_box.x0, grid_box.y0, bar_box.width, grid_box.height]
-    )
+    bar_axes.set_position([bar_box.x0, grid_box.y0, bar_box.width, grid_box.height])
 
 
 @figure("figures/07-search.svg")
