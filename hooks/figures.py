@@ -430,6 +430,19 @@ def episode_7_search_grid() -> Any:
     return queries @ sentences.T
 
 
+def _match_colour_bar(drawing: Any) -> None:
+    """Give a wide grid's colour bar the grid's height, not the figure's."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    width, height = drawing.get_size_inches()
+    drawing.set_size_inches(width, 0.75 * height)  # less empty space
+    FigureCanvasAgg(drawing).draw()  # let the tight layout place both
+    drawing.set_layout_engine("none")  # then keep what it placed
+    grid_axes, bar_axes = drawing.axes
+    grid_box, bar_box = grid_axes.get_position(), bar_axes.get_position()
+    bar_axes.set_position([bar_box.x0, grid_box.y0, bar_box.width, grid_box.height])
+
+
 @figure("figures/07-search.svg")
 def episode_7_search() -> str:
     from opbyop.plot import attention_heatmap, svg
@@ -446,6 +459,7 @@ def episode_7_search() -> str:
         row_axis="query",
         column_axis="sentence of the corpus",
     )
+    _match_colour_bar(drawing)
     rows = []
     for query, row in zip(EPISODE_7_QUERIES, grid, strict=True):
         first, second = (int(j) for j in row.argsort()[::-1][:2])
