@@ -232,7 +232,7 @@ def self_attention(
 ) -> Array:  # [..., n, 384], [..., n] -> [..., n, 384]
     """Every token mixes in the real tokens it attends to, 12 heads at once."""
     if mask is not None:  # True for real tokens, the same for every query
-        mask = mask[..., np.newaxis, np.newaxis, :]  # [..., 1, 1, n]
+        mask = mask[..., np.newaxis, np.newaxis, :]  # [..., head, query, key]
     q, k, v, out = attention
     return multi_head_attention(
         x, *q, *k, *v, *out, n_heads=N_HEADS, mask=mask
