@@ -15,9 +15,10 @@ model's ``tokenizer.json``, as sentence-transformers does. Where that library
 and Google's original BERT code disagree, it follows the library: the ranges
 of Chinese characters, lower-casing one character at a time, dropping
 private-use characters. The library classifies characters with Unicode 8.0
-tables, Python with its own (13.0 in Python 3.10): the few characters whose
-category changed since come out differently, and the tests list those they
-meet, with the reason. Standard library only: a page can show all of it.
+tables, Python with its own (13.0 in Python 3.10): the few characters added
+or given another category since come out differently, and the tests list
+those they meet, with the reason. Standard library only: a page can show
+all of it.
 
 References
 ----------
