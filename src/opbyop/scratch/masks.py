@@ -87,7 +87,7 @@ def masked_softmax(
             for score, allowed in zip(scores[i], mask[i], strict=True)
         ]
         biggest = max(row)
-        if biggest == -math.inf:  # every key masked: zeros, as in PyTorch
+        if biggest == -math.inf:  # zeros, as in scaled_dot_product_attention
             result.append([0.0] * len(row))
             continue
         exps = [math.exp(s - biggest) for s in row]  # exp(-inf) is 0
