@@ -354,8 +354,11 @@ display(
 # %% [markdown]
 # That is what the division is for: without it, bigger vectors
 # would make attention look at one word only. The episode measures
-# what that does to the gradient, the signal training follows: a
-# softmax that sure of itself barely changes when its scores
-# change, so most rows get almost no gradient, while rows whose
-# two best keys nearly tie get a lot. The Transformer paper
-# suspects this is why unscaled attention did worse at large d.
+# what that does to the gradient, the signal training follows. At
+# d = 768, a softmax that sure of itself barely changes when its
+# scores change: most unscaled rows get almost no gradient, rows
+# whose best two scores are close get a lot, and every scaled row
+# gets a moderate one. At d = 64, a real head size, a typical row
+# gets more gradient unscaled, though its weights are still far
+# more concentrated. The Transformer paper suspects small
+# gradients are why unscaled attention did worse at large d.
