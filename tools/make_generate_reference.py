@@ -94,9 +94,7 @@ def main() -> None:
         if gap < MIN_GAP:
             raise SystemExit(f"a near-tie ({gap:.2e}) at penalty {penalty}")
         assert all(len(row) == 6 + MAX_NEW_TOKENS for row in tokens)
-        runs.append(
-            {"repetition_penalty": penalty, "tokens": tokens, "min_gap": gap}
-        )
+        runs.append({"repetition_penalty": penalty, "tokens": tokens, "min_gap": gap})
     shutil.rmtree(OUT, ignore_errors=True)
     model.save_pretrained(OUT)
     for extra in OUT.iterdir():  # keep the model's two files only
@@ -109,9 +107,7 @@ def main() -> None:
         "max_new_tokens": MAX_NEW_TOKENS,
         "runs": runs,
     }
-    (OUT / "tokens.json").write_text(
-        json.dumps(reference, indent=1) + "\n", encoding="utf-8"
-    )
+    (OUT / "tokens.json").write_text(json.dumps(reference, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {OUT}: gaps {[run['min_gap'] for run in runs]}")
 
 

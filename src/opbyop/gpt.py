@@ -52,7 +52,7 @@ import ctypes
 import itertools
 import json
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache, partial
 from numbers import Integral, Real
@@ -540,9 +540,10 @@ def forward_with_cache(
     """
     params = _checked_params(params)
     ids = _checked_ids(ids, params.config)
-    config, start = params.config, 0 if cache is None else cache.length
+    config = params.config
     if cache is not None:
         _check_cache_fits(cache, ids, config)
+    start = 0 if cache is None else cache.length
     if start + ids.shape[-1] > config.context:
         raise ValueError(
             f"ids: {start} cached + {ids.shape[-1]} new tokens run past the "
@@ -1624,20 +1625,12 @@ class Model:
         steps = _new_tokens(
             self.params, rows, max_new_tokens, choose, settings["use_cache"]
         )
-        new: list[int] = []
-        shown = ""
-        for token in steps:
-            new.append(int(token[0]))
-            text = self.tokenizer.decode(new)
-            # A character cut between tokens decodes as U+FFFD for now.
-            whole = text.rstrip("\ufffd")
-            if on_token is not None and len(whole) > len(shown):
-                on_token(whole[len(shown) :])
-                shown = whole
-        text = self.tokenizer.decode(new)
-        if on_token is not None and len(text) > len(shown):
-            on_token(text[len(shown) :])
-        return text
+        pieces = []
+        for piece in _text_pieces(self.tokenizer, (int(t[0]) for t in steps)):
+            if on_token is not None:
+                on_token(piece)
+            pieces.append(piece)
+        return "".join(pieces)
 
 
 # What config.json may say, for this code to compute what transformers does.
@@ -1708,6 +1701,26 @@ def load(folder: str | Path) -> Model:
         tokenizer = BytePairs.from_files(vocab_json, merges_txt)
         _check_tokenizer(tokenizer, config, str(vocab_json))
     return Model(params, tokenizer=tokenizer, folder=path)
+
+
+def _text_pieces(tokenizer: BytePairs, ids: Iterable[int]) -> Iterator[str]:
+    """The text of `ids` piece by piece, each as soon as it is whole.
+
+    A character whose bytes are split between tokens decodes as U+FFFD
+    until its last byte comes, so trailing U+FFFDs wait for the next token;
+    whatever is left at the end comes last.
+    """
+    new: list[int] = []
+    shown = ""
+    for token in ids:
+        new.append(token)
+        whole = tokenizer.decode(new).rstrip("\ufffd")
+        if len(whole) > len(shown):
+            yield whole[len(shown) :]
+            shown = whole
+    text = tokenizer.decode(new)
+    if len(text) > len(shown):
+        yield text[len(shown) :]
 
 
 def _check_tokenizer(tokenizer: object, config: Config, name: str) -> None:
