@@ -28,6 +28,11 @@ every step with the backward functions of `opbyop` (`linear_backward`,
 no autograd. `loss_and_grads` checks its input and shares a batch's
 `forward_backward` between the CPU cores.
 
+`generate` writes: one token at a time, greedy or sampled through
+`opbyop.sampling`. With its KV cache (`forward_with_cache`, `block_step`),
+each step runs only the new token, against every earlier token's keys and
+values; `Model.write` does the same from text to text.
+
 `state_dict` and `from_state_dict` convert to and from Hugging Face's
 names and layouts; `save` writes a folder that
 ``GPT2LMHeadModel.from_pretrained`` loads, and `load` reads one back, or a
