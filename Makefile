@@ -58,6 +58,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/minilm.py --torch-python $(TORCH_PYTHON)
 	$(BIN)/python benchmarks/train_step.py --torch-python $(TORCH_PYTHON)
 	$(BIN)/python benchmarks/bpe.py --other-python $(TORCH_PYTHON)
+	$(BIN)/python benchmarks/generate.py --torch-python $(TORCH_PYTHON)
 
 # Re-resolve every dependency to its newest allowed release and pin the result.
 # Resolved on the oldest supported Python, so the pins install on every

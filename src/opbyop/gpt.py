@@ -28,6 +28,11 @@ every step with the backward functions of `opbyop` (`linear_backward`,
 no autograd. `loss_and_grads` checks its input and shares a batch's
 `forward_backward` between the CPU cores.
 
+`generate` writes: one token at a time, greedy or sampled through
+`opbyop.sampling`. With its KV cache (`forward_with_cache`, `block_step`),
+each step runs only the new token, against every earlier token's keys and
+values; `Model.write` does the same from text to text.
+
 `state_dict` and `from_state_dict` convert to and from Hugging Face's
 names and layouts; `save` writes a folder that
 ``GPT2LMHeadModel.from_pretrained`` loads, and `load` reads one back, or a
@@ -52,10 +57,10 @@ import ctypes
 import itertools
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from functools import cache
-from numbers import Integral
+from functools import cache, partial
+from numbers import Integral, Real
 from pathlib import Path
 
 import safetensors
@@ -67,20 +72,27 @@ __all__ = [
     "Block",
     "BlockCache",
     "Config",
+    "KVCache",
     "Linear",
     "Model",
     "Norm",
     "Params",
     "block_backward",
     "block_forward",
+    "block_step",
+    "draw",
     "embed",
     "embed_backward",
     "forward",
     "forward_backward",
+    "forward_with_cache",
     "from_state_dict",
+    "generate",
     "init",
     "load",
     "loss_and_grads",
+    "mlp_half",
+    "queries_keys_values",
     "save",
     "state_dict",
 ]
@@ -92,7 +104,9 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from opbyop import sampling
 from opbyop._threads import blas_threads, usable_cores
+from opbyop.bpe import BytePairs
 from opbyop.heads import merge_heads, split_heads
 from opbyop.layers import (
     gelu,
@@ -107,6 +121,7 @@ from opbyop.ops import (
     attention_weights,
     cross_entropy,
     cross_entropy_backward,
+    softmax,
 )
 
 Array = NDArray[Any]
@@ -248,9 +263,15 @@ def _checked_params(params: object) -> Params:
 # ------------------------------------------------------------ the forward pass
 # --8<-- [start:embed]
 def embed(
-    ids: Array, token_embedding: Array, position_embedding: Array
+    ids: Array,
+    token_embedding: Array,
+    position_embedding: Array,
+    start: int = 0,
 ) -> Array:  # [..., n], [vocab, d], [context, d] -> [..., n, d]
     """Each token's row of the token table plus its position's row.
+
+    The tokens are at positions ``start, start + 1, ...``: 0 for a whole
+    text, later for the new tokens of `forward_with_cache`.
 
     Examples
     --------
@@ -262,10 +283,59 @@ def embed(
     [[10.0, 11.0], [20.0, 21.0]]
     """
     n = ids.shape[-1]
-    return token_embedding[ids] + position_embedding[:n]  # positions 0..n-1
+    return token_embedding[ids] + position_embedding[start : start + n]
 
 
 # --8<-- [end:embed]
+
+
+def queries_keys_values(
+    normed: Array, attention: Attention, n_heads: int
+) -> tuple[Array, Array, Array]:  # [..., n, d] -> 3 x [..., h, n, d_head]
+    """One product for q, k and v, each split into `n_heads` heads.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import gpt
+    >>> params = gpt.init(gpt.Config(10, 8, 1, 2, 4))
+    >>> x = np.ones((3, 4), dtype=np.float32)
+    >>> q, k, v = gpt.queries_keys_values(x, params.blocks[0].attention, 2)
+    >>> q.shape  # 2 heads, 3 tokens, 2 numbers each
+    (2, 3, 2)
+    """
+    qkv = linear(normed, *attention.qkv)  # [..., n, 3 d]
+    q, k, v = (
+        split_heads(part, n_heads) for part in np.split(qkv, 3, axis=-1)
+    )  # each [..., n_heads, n, d_head], views of qkv
+    return q, k, v
+
+
+def mlp_half(
+    middle: Array, block: Block
+) -> tuple[Array, Array, Array, Array]:  # [..., n, d] -> [..., n, d], ...
+    """The block's second half, ``middle + mlp(ln_2(middle))``.
+
+    Returns the output, then what `block_backward` needs: ``ln_2(middle)``,
+    the widened vectors before GELU, and after.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import gpt
+    >>> params = gpt.init(gpt.Config(10, 8, 1, 2, 4))
+    >>> middle = np.ones((3, 4), dtype=np.float32)
+    >>> out, normed, widened, activated = gpt.mlp_half(
+    ...     middle, params.blocks[0]
+    ... )
+    >>> out.shape, widened.shape
+    ((3, 4), (3, 16))
+    """
+    normed_2 = layer_norm(middle, *block.norm_2, eps=LAYER_NORM_EPS)
+    widened = linear(normed_2, *block.mlp.widen)  # [..., n, 4 d]
+    activated = gelu(widened, approximate="tanh")  # GPT-2's "gelu_new"
+    out = middle + linear(activated, *block.mlp.narrow)  # residual add
+    return out, normed_2, widened, activated
 
 
 class BlockCache(NamedTuple):
@@ -301,17 +371,11 @@ def block_forward(
     ((3, 4), (2, 3, 2), (2, 3, 3))
     """
     normed_1 = layer_norm(x, *block.norm_1, eps=LAYER_NORM_EPS)
-    qkv = linear(normed_1, *block.attention.qkv)  # [..., n, 3 d]
-    q, k, v = (
-        split_heads(part, n_heads) for part in np.split(qkv, 3, axis=-1)
-    )  # each [..., n_heads, n, d_head], views of qkv
+    q, k, v = queries_keys_values(normed_1, block.attention, n_heads)
     weights = attention_weights(q, k, is_causal=True)  # [..., n_heads, n, n]
     merged = merge_heads(weights @ v)  # [..., n, d]
     middle = x + linear(merged, *block.attention.output)  # residual add
-    normed_2 = layer_norm(middle, *block.norm_2, eps=LAYER_NORM_EPS)
-    widened = linear(normed_2, *block.mlp.widen)  # [..., n, 4 d]
-    activated = gelu(widened, approximate="tanh")  # GPT-2's "gelu_new"
-    out = middle + linear(activated, *block.mlp.narrow)  # residual add
+    out, normed_2, widened, activated = mlp_half(middle, block)
     cache = BlockCache(
         x,
         normed_1,
@@ -374,6 +438,427 @@ def forward(params: Params, ids: ArrayLike) -> Array:
 
 
 # --8<-- [end:forward]
+
+
+# ------------------------------------------------------------ writing
+# --8<-- [start:kv_cache]
+class KVCache(NamedTuple):
+    """Every block's keys and values so far: what a new token attends to.
+
+    With a causal mask, a token added later changes nothing before it, so
+    the keys and values of the tokens already seen never change: keep them,
+    and each new token needs only its own query, key and value.
+    """
+
+    keys: tuple[Array, ...]  # one per block: [..., n_heads, length, d_head]
+    values: tuple[Array, ...]  # the same shapes
+
+    @property
+    def length(self) -> int:
+        """How many positions the cache holds (0 when it is empty)."""
+        return self.keys[0].shape[-2] if self.keys else 0
+
+
+def block_step(
+    x: Array, block: Block, n_heads: int, past: tuple[Array, Array] | None
+) -> tuple[Array, Array, Array]:  # [..., n, d] -> [..., n, d], k, v
+    """`block_forward` for new tokens, against the cached keys and values.
+
+    `past` holds the keys and values of the ``start`` tokens before `x`
+    (None: there are none). Returns the block's output and the keys and
+    values of all ``start + n`` tokens. New token ``i`` sits at position
+    ``start + i`` and may look at keys ``0 .. start + i``: the causal mask
+    aligned bottom-right. `attention_weights`' ``is_causal`` aligns it top
+    left (as PyTorch does), right only when ``start`` is 0; a single new
+    token may look at every key, so it needs no mask at all.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import gpt
+    >>> params = gpt.init(gpt.Config(10, 8, 1, 2, 4))
+    >>> x = np.ones((3, 4), dtype=np.float32)
+    >>> out, k, v = gpt.block_step(x, params.blocks[0], 2, past=None)
+    >>> out, k, v = gpt.block_step(x[:1], params.blocks[0], 2, (k, v))
+    >>> out.shape, k.shape  # one new token; 4 keys per head
+    ((1, 4), (2, 4, 2))
+    """
+    normed_1 = layer_norm(x, *block.norm_1, eps=LAYER_NORM_EPS)
+    q, k, v = queries_keys_values(normed_1, block.attention, n_heads)
+    if past is not None:
+        k = np.concatenate([past[0], k], axis=-2)  # [..., h, start + n, dh]
+        v = np.concatenate([past[1], v], axis=-2)
+    n, start = x.shape[-2], k.shape[-2] - x.shape[-2]
+    mask = None if n == 1 else np.tri(n, start + n, k=start, dtype=bool)
+    weights = attention_weights(q, k, mask=mask)  # [..., h, n, start + n]
+    merged = merge_heads(weights @ v)  # [..., n, d]
+    middle = x + linear(merged, *block.attention.output)  # residual add
+    out, *_ = mlp_half(middle, block)
+    return out, k, v
+
+
+def forward_with_cache(
+    params: Params, ids: ArrayLike, cache: KVCache | None = None
+) -> tuple[Array, KVCache]:  # [batch, n] -> [batch, n, vocab], cache
+    """`forward` for tokens that follow those in `cache`, and the new cache.
+
+    The first call (no cache) runs the prompt and keeps every block's keys
+    and values (the "prefill"); each later call runs only the new tokens,
+    at the positions after the cache's, and returns the cache grown by
+    them. The logits are those `forward` gives for the new tokens on the
+    whole text: the same in float64, to float rounding in float32 (one-row
+    and many-row products round differently).
+
+    Parameters
+    ----------
+    params : Params
+        The weights.
+    ids : array_like of int, shape (batch, n) or (n,)
+        The new tokens; with a cache, its batch size.
+    cache : KVCache, optional
+        What an earlier call returned for the tokens before these.
+
+    Returns
+    -------
+    logits : numpy.ndarray, shape (batch, n, vocab_size) or (n, vocab_size)
+    cache : KVCache
+        The keys and values of every token so far, ``cache.length`` of them.
+
+    Raises
+    ------
+    ValueError
+        If the tokens would run past the context, or `ids` does not fit
+        the cache (another batch size or number of blocks).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import gpt
+    >>> params = gpt.init(gpt.Config(10, 8, 1, 2, 4), dtype=np.float64)
+    >>> logits, cache = gpt.forward_with_cache(params, [[1, 2, 3]])
+    >>> logits, cache = gpt.forward_with_cache(params, [[4]], cache)
+    >>> cache.length, cache.keys[0].shape  # [batch, heads, length, d_head]
+    (4, (1, 2, 4, 2))
+    >>> whole = gpt.forward(params, [[1, 2, 3, 4]])
+    >>> bool(np.allclose(logits[:, -1], whole[:, -1], rtol=0, atol=1e-12))
+    True
+    """
+    params = _checked_params(params)
+    ids = _checked_ids(ids, params.config)
+    config = params.config
+    if cache is not None:
+        _check_cache_fits(cache, ids, config)
+    start = 0 if cache is None else cache.length
+    if start + ids.shape[-1] > config.context:
+        raise ValueError(
+            f"ids: {start} cached + {ids.shape[-1]} new tokens run past the "
+            f"model's context of {config.context}"
+        )
+    tokens, positions = params.token_embedding, params.position_embedding
+    x = embed(ids, tokens, positions, start)
+    keys, values = [], []
+    for i, block in enumerate(params.blocks):
+        past = None if cache is None else (cache.keys[i], cache.values[i])
+        x, k, v = block_step(x, block, config.n_heads, past)
+        keys.append(k)
+        values.append(v)
+    x = layer_norm(x, *params.final_norm, eps=LAYER_NORM_EPS)
+    return linear(x, tokens), KVCache(tuple(keys), tuple(values))
+
+
+# --8<-- [end:kv_cache]
+
+
+def _check_cache_fits(cache: object, ids: Array, config: Config) -> None:
+    if not isinstance(cache, KVCache):
+        raise TypeError(
+            "cache must be a gpt.KVCache from forward_with_cache, "
+            f"got {type(cache).__name__}"
+        )
+    if len(cache.keys) != config.n_layers:
+        raise ValueError(
+            f"cache has {len(cache.keys)} blocks' keys, the model "
+            f"{config.n_layers}"
+        )
+    if cache.keys and cache.keys[0].shape[:-3] != ids.shape[:-1]:
+        raise ValueError(
+            f"ids has batch shape {ids.shape[:-1]}, the cache "
+            f"{cache.keys[0].shape[:-3]}"
+        )
+
+
+# --8<-- [start:generate]
+def generate(
+    params: Params,
+    ids: ArrayLike,
+    max_new_tokens: int,
+    *,
+    do_sample: bool = False,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    min_p: float | None = None,
+    repetition_penalty: float = 1.0,
+    seed: int | None = None,
+    use_cache: bool = True,
+) -> Array:  # [batch, n] -> [batch, n + max_new_tokens], or [n] -> [n + ...]
+    """Write `max_new_tokens` tokens after `ids`, one at a time.
+
+    Each step scores every possible next token, filters the scores with
+    `opbyop.sampling` in Hugging Face's order (repetition penalty,
+    temperature, top-k, top-p, min-p), and picks one: the highest score
+    (greedy, the default) or, with `do_sample`, a draw from the softmax of
+    the filtered scores. The names and meanings are those of Hugging Face's
+    ``generate``, except that ``top_k=None`` filters nothing (Hugging Face
+    defaults to 50), and no end token stops it early.
+
+    Parameters
+    ----------
+    params : Params
+        The weights.
+    ids : array_like of int, shape (batch, n) or (n,)
+        The prompt: rows of equal length, ``n >= 1``.
+    max_new_tokens : int
+        How many tokens to add, >= 1; ``n + max_new_tokens`` must not be
+        more than the context.
+    do_sample : bool, optional
+        Draw each token at random (with a NumPy ``Generator`` seeded from
+        `seed`) instead of taking the highest score.
+    temperature : float, optional
+        > 0: divides the scores (sampling only; greedy ignores it).
+    top_k : int, optional
+        >= 1: keep the `top_k` highest scores (sampling only).
+    top_p : float, optional
+        In (0, 1]: keep the likeliest tokens that reach this probability
+        (sampling only).
+    min_p : float, optional
+        In [0, 1]: drop the tokens less likely than `min_p` times the
+        likeliest (sampling only).
+    repetition_penalty : float, optional
+        > 0: lowers the scores of the tokens already in the text (above 1),
+        in greedy mode too; 1 changes nothing.
+    seed : int, optional
+        The same seed gives the same tokens. None: a fresh random one.
+    use_cache : bool, optional
+        Keep every block's keys and values (`forward_with_cache`), so each
+        step runs the model on one token; False runs the whole text again
+        each step. The tokens are the same: exactly in float64, and in
+        float32 wherever the top two scores differ by more than about 1e-4.
+
+    Returns
+    -------
+    numpy.ndarray of int, shape (batch, n + max_new_tokens) or (n + ...,)
+        The prompt followed by the new tokens.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If an argument is out of range or of the wrong type, or the text
+        would run past the context (the message names the argument).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import gpt
+    >>> params = gpt.init(gpt.Config(10, 16, 1, 2, 4))
+    >>> gpt.generate(params, [1, 2, 3], 5).shape
+    (8,)
+    >>> a = gpt.generate(params, [[1, 2]], 6, do_sample=True, seed=0)
+    >>> b = gpt.generate(params, [[1, 2]], 6, do_sample=True, seed=0)
+    >>> bool(np.array_equal(a, b))  # the same seed, the same tokens
+    True
+    """
+    rows, choose = _prepared(
+        params,
+        ids,
+        max_new_tokens,
+        do_sample=do_sample,
+        temperature=temperature,
+        top_k=top_k,
+        top_p=top_p,
+        min_p=min_p,
+        repetition_penalty=repetition_penalty,
+        seed=seed,
+        use_cache=use_cache,
+    )
+    steps = _new_tokens(params, rows, max_new_tokens, choose, use_cache)
+    new = np.stack(list(steps), axis=-1)  # [batch, max_new_tokens]
+    out = np.concatenate([rows, new], axis=-1)
+    return out if np.ndim(ids) == 2 else out[0]
+
+
+def _new_tokens(
+    params: Params,
+    rows: Array,
+    max_new_tokens: int,
+    choose: Callable[[Array, Array], Array],
+    use_cache: bool,
+) -> Iterator[Array]:  # [batch, n] -> max_new_tokens x [batch]
+    """Each new token of every row, as it is chosen."""
+    text = rows
+    if use_cache:
+        logits, cache = forward_with_cache(params, rows)  # the prefill
+    else:
+        logits = forward(params, rows)
+    for step in range(max_new_tokens):
+        new = choose(logits[:, -1], text)  # [batch]
+        text = np.concatenate([text, new[:, None]], axis=-1)
+        yield new
+        if step == max_new_tokens - 1:
+            break  # the last token needs no scores after it
+        if use_cache:  # run the new token only
+            logits, cache = forward_with_cache(params, new[:, None], cache)
+        else:  # run the whole text again
+            logits = forward(params, text)
+
+
+def _choose(
+    scores: Array,
+    text: Array,
+    *,
+    do_sample: bool,
+    temperature: float,
+    top_k: int | None,
+    top_p: float | None,
+    min_p: float | None,
+    repetition_penalty: float,
+    rng: np.random.Generator,
+) -> Array:  # [batch, vocab], [batch, t] -> [batch]
+    """The next token of each row: the filters in Hugging Face's order."""
+    if repetition_penalty != 1.0:
+        scores = sampling.repetition_penalty(scores, text, repetition_penalty)
+    if not do_sample:
+        return scores.argmax(axis=-1)  # the first of tied scores
+    # As Hugging Face, each filter runs only when it would change something.
+    if temperature != 1.0:
+        scores = sampling.temperature(scores, temperature)
+    if top_k is not None:
+        scores = sampling.top_k(scores, top_k)
+    if top_p is not None and top_p < 1.0:
+        scores = sampling.top_p(scores, top_p)
+    if min_p is not None:
+        scores = sampling.min_p(scores, min_p)
+    return draw(softmax(scores), rng)
+
+
+def draw(
+    probabilities: Array, rng: np.random.Generator
+) -> Array:  # [batch, vocab] -> [batch]
+    """One token from each row's probabilities, by the inverse CDF.
+
+    A uniform number ``u`` in (0, 1] picks the first token whose running
+    sum of probabilities reaches ``u`` times the row's total, so each token
+    comes with its probability, and a token of probability 0 never does.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop.gpt import draw
+    >>> rng = np.random.default_rng(0)
+    >>> draws = draw(np.tile([0.2, 0.0, 0.8], (10_000, 1)), rng)
+    >>> np.bincount(draws, minlength=3).tolist()
+    [2021, 0, 7979]
+    """
+    running = np.cumsum(probabilities, axis=-1, dtype=np.float64)
+    u = 1.0 - rng.random(running.shape[:-1])  # in (0, 1]
+    reached = running >= (u * running[..., -1])[..., None]
+    return reached.argmax(axis=-1)  # the first True
+
+
+# --8<-- [end:generate]
+
+
+def _prepared(
+    params: Params,
+    ids: ArrayLike,
+    max_new_tokens: int,
+    *,
+    do_sample: bool,
+    temperature: float,
+    top_k: int | None,
+    top_p: float | None,
+    min_p: float | None,
+    repetition_penalty: float,
+    seed: int | None,
+    use_cache: bool,
+) -> tuple[Array, Callable[[Array, Array], Array]]:
+    """`generate`'s arguments checked: the prompt's rows and the chooser."""
+    params = _checked_params(params)
+    rows = np.atleast_2d(_checked_ids(ids, params.config))
+    context, n = params.config.context, rows.shape[-1]
+    steps = _integer(max_new_tokens, "max_new_tokens", low=1)
+    if n + steps > context:
+        raise ValueError(
+            f"max_new_tokens = {steps} after {n} prompt tokens makes "
+            f"{n + steps}, more than the model's context of {context}: "
+            f"ask for at most {context - n}"
+        )
+    for name, flag in (("do_sample", do_sample), ("use_cache", use_cache)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"{name} must be True or False, got {flag!r}")
+    if top_p is not None and not 0 < _real(top_p, "top_p") <= 1:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p!r}")
+    if min_p is not None and not 0 <= _real(min_p, "min_p") <= 1:
+        raise ValueError(f"min_p must be in [0, 1], got {min_p!r}")
+    if seed is not None and (
+        isinstance(seed, bool) or not isinstance(seed, Integral) or seed < 0
+    ):
+        raise ValueError(f"seed must be None or an integer >= 0, got {seed!r}")
+    choose = partial(
+        _choose,
+        do_sample=bool(do_sample),
+        temperature=_real(temperature, "temperature", low=0.0),
+        top_k=None if top_k is None else _integer(top_k, "top_k", low=1),
+        top_p=None if top_p is None else float(top_p),
+        min_p=None if min_p is None else float(min_p),
+        repetition_penalty=_real(
+            repetition_penalty, "repetition_penalty", low=0.0
+        ),
+        rng=np.random.default_rng(None if seed is None else int(seed)),
+    )
+    return rows, choose
+
+
+def _defaults(settings: dict[str, Any]) -> dict[str, Any]:
+    """`generate`'s keyword arguments: those given, and the defaults."""
+    defaults: dict[str, Any] = {
+        "do_sample": False,
+        "temperature": 1.0,
+        "top_k": None,
+        "top_p": None,
+        "min_p": None,
+        "repetition_penalty": 1.0,
+        "seed": None,
+        "use_cache": True,
+    }
+    unknown = sorted(set(settings) - set(defaults))
+    if unknown:
+        raise TypeError(
+            f"unknown argument {unknown[0]!r}: generate takes "
+            f"{', '.join(defaults)}"
+        )
+    return defaults | settings
+
+
+def _integer(value: object, name: str, *, low: int) -> int:
+    """`value` as an int >= `low`, or an error naming `name`."""
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be at least {low}, got {value}")
+    return int(value)
+
+
+def _real(value: object, name: str, *, low: float | None = None) -> float:
+    """`value` as a finite float (> `low` if given), or an error naming it."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if low is not None and number <= low:
+        raise ValueError(f"{name} must be > {low:g}, got {value!r}")
+    return number
 
 
 # ------------------------------------------------------- the backward pass
@@ -989,14 +1474,19 @@ def _hf_config(config: Config, dtype: np.dtype[Any]) -> dict[str, Any]:
     }
 
 
-def save(params: Params, folder: str | Path) -> Path:
+def save(
+    params: Params, folder: str | Path, tokenizer: BytePairs | None = None
+) -> Path:
     """Write a folder that ``GPT2LMHeadModel.from_pretrained`` loads.
 
     ``config.json`` (GPT-2's keys: ``n_embd``, ``n_layer``, ``n_head``,
     ``n_positions`` = context, ``activation_function`` "gelu_new", dropouts
     0, tied embeddings, no start or end token) and ``model.safetensors``
-    (`state_dict`'s tensors). The folder is created if need be; files of
-    the same names are replaced.
+    (`state_dict`'s tensors); with a `tokenizer`, its ``vocab.json`` and
+    ``merges.txt`` too (`opbyop.bpe.BytePairs.save`), so that
+    ``transformers.pipeline("text-generation", model=folder)`` runs the
+    folder and `load` gives a `Model` that can `Model.write`. The folder is
+    created if need be; files of the same names are replaced.
 
     Returns
     -------
@@ -1017,8 +1507,12 @@ def save(params: Params, folder: str | Path) -> Path:
         raise TypeError(
             f"folder must be a str or Path, got {type(folder).__name__}"
         )
+    if tokenizer is not None:
+        _check_tokenizer(tokenizer, params.config, "tokenizer")
     path = Path(folder)
     path.mkdir(parents=True, exist_ok=True)
+    if tokenizer is not None:
+        tokenizer.save(path)
     dtype = params.token_embedding.dtype
     config = _hf_config(params.config, dtype)
     (path / "config.json").write_text(
@@ -1041,8 +1535,9 @@ class Model:
         The sizes, from ``config.json``.
     params : Params
         The weights.
-    tokenizer : None
-        The folder's tokenizer (None: none is read yet).
+    tokenizer : opbyop.bpe.BytePairs or None
+        The folder's tokenizer, read from its ``vocab.json`` and
+        ``merges.txt`` (None when it has none).
     folder : pathlib.Path
         Where the files were read from.
     """
@@ -1061,6 +1556,86 @@ class Model:
 
     def __repr__(self) -> str:
         return f"<gpt.Model {self.config} from {self.folder}>"
+
+    def write(
+        self,
+        prompt: str,
+        max_new_tokens: int,
+        *,
+        on_token: Callable[[str], object] | None = None,
+        **settings: Any,
+    ) -> str:
+        """The text the model writes after `prompt` (the prompt not included).
+
+        Encodes `prompt` with `tokenizer`, runs `generate` and decodes the
+        new tokens.
+
+        Parameters
+        ----------
+        prompt : str
+            At least one token's worth of text.
+        max_new_tokens : int
+            How many tokens to write.
+        on_token : callable, optional
+            Called with each new piece of text as soon as it is written,
+            for example ``lambda text: print(text, end="", flush=True)``.
+            A character split across tokens comes once it is whole; the
+            pieces join into the returned text.
+        **settings
+            `generate`'s keyword arguments: ``do_sample``, ``temperature``,
+            ``top_k``, ``top_p``, ``min_p``, ``repetition_penalty``,
+            ``seed``, ``use_cache``.
+
+        Returns
+        -------
+        str
+
+        Raises
+        ------
+        ValueError
+            If the model has no tokenizer, `prompt` is empty, or an argument
+            of `generate` is out of range.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from opbyop import bpe, gpt
+        >>> params = gpt.init(gpt.Config(256, 32, 1, 2, 8))
+        >>> folder = gpt.save(params, tempfile.mkdtemp(),
+        ...                   tokenizer=bpe.BytePairs.train("", 256))
+        >>> model = gpt.load(folder)
+        >>> pieces = []
+        >>> text = model.write("Hi", 5, on_token=pieces.append)
+        >>> "".join(pieces) == text  # the pieces as they came, in order
+        True
+        """
+        if self.tokenizer is None:
+            raise ValueError(
+                f"this model has no tokenizer ({self.folder} holds no "
+                "vocab.json and merges.txt): save it with "
+                "gpt.save(params, folder, tokenizer=...), or call "
+                "gpt.generate on token ids"
+            )
+        if not isinstance(prompt, str):
+            raise TypeError(f"prompt must be a str, got {type(prompt)}")
+        if on_token is not None and not callable(on_token):
+            raise TypeError(f"on_token must be callable, got {on_token!r}")
+        ids = self.tokenizer.encode(prompt)
+        if not ids:
+            raise ValueError("prompt is empty: the model needs a token")
+        settings = _defaults(settings)
+        rows, choose = _prepared(
+            self.params, [ids], max_new_tokens, **settings
+        )
+        steps = _new_tokens(
+            self.params, rows, max_new_tokens, choose, settings["use_cache"]
+        )
+        pieces = []
+        for piece in _text_pieces(self.tokenizer, (int(t[0]) for t in steps)):
+            if on_token is not None:
+                on_token(piece)
+            pieces.append(piece)
+        return "".join(pieces)
 
 
 # What config.json may say, for this code to compute what transformers does.
@@ -1124,7 +1699,46 @@ def load(folder: str | Path) -> Model:
             )
     config = _read_config(path / "config.json")
     tensors = _read_tensors(path / "model.safetensors")
-    return Model(from_state_dict(_our_names(tensors), config), folder=path)
+    params = from_state_dict(_our_names(tensors), config)
+    tokenizer = None
+    vocab_json, merges_txt = path / "vocab.json", path / "merges.txt"
+    if vocab_json.is_file() and merges_txt.is_file():
+        tokenizer = BytePairs.from_files(vocab_json, merges_txt)
+        _check_tokenizer(tokenizer, config, str(vocab_json))
+    return Model(params, tokenizer=tokenizer, folder=path)
+
+
+def _text_pieces(tokenizer: BytePairs, ids: Iterable[int]) -> Iterator[str]:
+    """The text of `ids` piece by piece, each as soon as it is whole.
+
+    A character whose bytes are split between tokens decodes as U+FFFD
+    until its last byte comes, so trailing U+FFFDs wait for the next token;
+    whatever is left at the end comes last.
+    """
+    new: list[int] = []
+    shown = ""
+    for token in ids:
+        new.append(token)
+        whole = tokenizer.decode(new).rstrip("\ufffd")
+        if len(whole) > len(shown):
+            yield whole[len(shown) :]
+            shown = whole
+    text = tokenizer.decode(new)
+    if len(text) > len(shown):
+        yield text[len(shown) :]
+
+
+def _check_tokenizer(tokenizer: object, config: Config, name: str) -> None:
+    if not isinstance(tokenizer, BytePairs):
+        raise TypeError(
+            f"{name} must be an opbyop.bpe.BytePairs, "
+            f"got {type(tokenizer).__name__}"
+        )
+    if tokenizer.vocab_size > config.vocab_size:
+        raise ValueError(
+            f"{name} has {tokenizer.vocab_size} tokens, more than the "
+            f"model's vocab_size of {config.vocab_size}"
+        )
 
 
 def _read_config(file: Path) -> Config:
