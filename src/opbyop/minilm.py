@@ -244,10 +244,10 @@ def self_attention(
 
 # --8<-- [start:feed_forward]
 def feed_forward(
-    x: Array, feed_forward: FeedForward
+    x: Array, weights: FeedForward
 ) -> Array:  # [..., n, 384] -> [..., n, 384]
     """Widen to 1536 numbers, apply GELU, narrow back to 384: per token."""
-    return linear(gelu(linear(x, *feed_forward.widen)), *feed_forward.narrow)
+    return linear(gelu(linear(x, *weights.widen)), *weights.narrow)
 
 
 # --8<-- [end:feed_forward]
