@@ -47,6 +47,7 @@ __all__ = ["WordPiece", "normalize_text", "split_words", "word_pieces"]
 
 
 # --8<-- [start:normalize_text]
+# --8<-- [start:normalize_helpers]
 # Code points of the Chinese characters, as the tokenizers library has them.
 # Each is a word of its own: Chinese puts no spaces between words.
 CHINESE_RANGES = (
@@ -77,6 +78,8 @@ def _is_dropped(char: str) -> bool:
     return char in "\0\ufffd" or kind in ("Cc", "Cf", "Co")
 
 
+# --8<-- [end:normalize_helpers]
+# --8<-- [start:normalize_function]
 def normalize_text(text: str, lowercase: bool = True) -> str:
     """Clean `text`, space out Chinese, strip accents and lower-case it.
 
@@ -102,10 +105,8 @@ def normalize_text(text: str, lowercase: bool = True) -> str:
     text = "".join(kept)
     if not lowercase:
         return text
-    # Decomposed, "é" is "e" and a combining accent, a non-spacing mark
-    # ("Mn"). Drop the marks, then lower-case each character on its own:
-    # str.lower() gives a word-final "Σ" its final form "ς", and the
-    # model's tokenizer does not.
+    # Decomposed, "é" is "e" and a combining accent ("Mn"): drop the marks.
+    # Lower-case one character at a time, as the model's tokenizer does.
     kept = []
     for char in unicodedata.normalize("NFD", text):
         if unicodedata.category(char) != "Mn":
@@ -113,6 +114,7 @@ def normalize_text(text: str, lowercase: bool = True) -> str:
     return "".join(kept)
 
 
+# --8<-- [end:normalize_function]
 # --8<-- [end:normalize_text]
 
 
