@@ -257,7 +257,10 @@ def feed_forward(
 def add_and_norm(
     x: Array, update: Array, norm: Norm
 ) -> Array:  # [..., n, 384], [..., n, 384] -> [..., n, 384]
-    """The residual connection, then layer norm: BERT normalises after."""
+    """The residual connection (the shortcut), then layer norm.
+
+    BERT normalises after the addition.
+    """
     return layer_norm(x + update, *norm, eps=LAYER_NORM_EPS)
 
 
