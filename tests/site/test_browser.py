@@ -20,6 +20,7 @@ Environment:
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import http.server
 import os
@@ -277,6 +278,23 @@ def new_context(browser: Browser, base_url: str, theme: str, viewport: dict[str,
     return context
 
 
+def settled_scheme(page: Page, theme: str) -> str | None:
+    """The page's colour scheme once Material's script has applied it.
+
+    Material's bundle sets the scheme for the system theme after the page loads;
+    on a heavy page, on a busy machine, that can come after "networkidle". Wait
+    up to five seconds for the expected scheme, then read whatever is there.
+    """
+    # On a timeout, the assertion that reads the result says what was there.
+    with contextlib.suppress(PlaywrightError):
+        page.wait_for_function(
+            "scheme => document.body.getAttribute('data-md-color-scheme') === scheme",
+            arg=THEMES[theme],
+            timeout=5_000,
+        )
+    return page.get_attribute("body", "data-md-color-scheme")
+
+
 def record(page: Page, visit: Visit) -> None:
     page.on("request", lambda request: visit.requests.append(request.url))
     page.on(
@@ -465,7 +483,7 @@ def visit(browser: Browser, base_url: str, screenshots: Path, report: Report) ->
                 ),
             )
             page.goto(base_url + url, wait_until="networkidle")
-            result.scheme = page.get_attribute("body", "data-md-color-scheme")
+            result.scheme = settled_scheme(page, theme)
             result.facts = page.evaluate(PAGE_FACTS)
             result.violations = Axe().run(page).response["violations"]
             page.screenshot(
@@ -695,7 +713,7 @@ def test_missing_page_shows_the_styled_404(
         response = page.goto(base_url + "no/such/page/", wait_until="networkidle")
         facts = page.evaluate(PAGE_FACTS)
         violations = Axe().run(page).response["violations"]
-        scheme = page.get_attribute("body", "data-md-color-scheme")
+        scheme = settled_scheme(page, theme)
         page.screenshot(path=screenshots / f"404-{theme}-desktop.png")
     finally:
         context.close()
