@@ -16,6 +16,7 @@ import opbyop.minilm
 import opbyop.optim
 import opbyop.sampling
 import opbyop.scratch
+import opbyop.train
 
 PAGE = ROOT / "docs" / "reference.md"
 
@@ -47,6 +48,7 @@ PACKAGES = {
         opbyop.corpus,
         opbyop.bpe,
         opbyop.gpt,
+        opbyop.train,
     )
 }
 
