@@ -5,7 +5,7 @@ it) and in PyTorch (the page cannot: it needs no PyTorch). This script
 records PyTorch's side, and ``tests/test_float16_masks.py`` checks both the
 record and that the page states it. In a virtual environment with PyTorch::
 
-    /work/torchvenv/bin/python tools/make_float16_masks.py
+    /path/to/torch-venv/bin/python tools/make_float16_masks.py
 
 It records, for scores ``[2, 1, 3]`` in float16 with the last key hidden:
 

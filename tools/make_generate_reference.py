@@ -13,10 +13,10 @@ two scores over every step (``output_scores``): where two scores are within
 float32's rounding, two correct implementations may pick differently, so
 the script refuses to write a reference with a gap under 1e-3.
 
-Run it with a Python that has PyTorch and transformers (the one the brief
-names, or any venv with torch==2.13.0 and transformers==5.24.0)::
+Run it with a Python that has PyTorch and transformers (any venv with
+torch==2.13.0 and transformers==5.24.0)::
 
-    /work/torchvenv/bin/python tools/make_generate_reference.py
+    /path/to/torch-venv/bin/python tools/make_generate_reference.py
 """
 
 from __future__ import annotations

@@ -26,10 +26,10 @@ Also:
   its logits for ``saved/ids``. The script checks they equal opbyop's own
   (and does the same in float32) before it writes anything.
 
-Run it with a Python that has PyTorch and transformers (the one the brief
-names, or any venv with torch==2.13.0 and transformers==5.24.0)::
+Run it with a Python that has PyTorch and transformers (any venv with
+torch==2.13.0 and transformers==5.24.0)::
 
-    /work/torchvenv/bin/python tools/make_gpt_reference.py
+    /path/to/torch-venv/bin/python tools/make_gpt_reference.py
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The test suite compares `opbyop.optim` with these values and needs no
 PyTorch. Run with a Python that has torch 2.13.0::
 
-    /work/torchvenv/bin/python tools/make_optim_reference.py
+    /path/to/torch-venv/bin/python tools/make_optim_reference.py
 
 Each case is a few parameters of 1, 2 and 3 dimensions, in float64 or
 float32, trained for `STEPS` steps on seeded random gradients. Each step

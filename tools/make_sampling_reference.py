@@ -4,7 +4,7 @@ The test suite compares `opbyop.sampling` with these values and needs
 neither PyTorch nor transformers. Run with a Python that has torch 2.13.0
 and transformers 5.24.0::
 
-    /work/torchvenv/bin/python tools/make_sampling_reference.py
+    /path/to/torch-venv/bin/python tools/make_sampling_reference.py
 
 Every case runs one processor of ``transformers.generation.logits_process``
 on seeded logits ``[rows, vocab]``. For each dtype (float64, float32):
