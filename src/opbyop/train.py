@@ -120,7 +120,7 @@ def batch_of_windows(
 # --8<-- [end:batch_of_windows]
 
 
-def validation_sample(text: str, pieces: int = 16, size: int = 1024) -> str:
+def validation_sample(text: str, pieces: int = 8, size: int = 1024) -> str:
     """A fixed part of `text` to validate on while training: fast, spread.
 
     `pieces` runs of about `size` characters, taken at evenly spaced
@@ -431,7 +431,7 @@ def _load() -> list[float] | None:
 
 
 SAMPLE_PROMPT = "def "
-VALIDATIONS = 20  # per run, on the validation sample
+VALIDATIONS = 10  # per run, on the validation sample
 TRAIN_POINTS = 200  # per run, on the train curve
 
 
@@ -454,7 +454,7 @@ def _train(
     sample = validation_sample(validation_text)
     clock = _Clock(log["budget"], run.step, log.get("seconds", 0.0))
     bar = tqdm(
-        total=round(clock.total_steps(run.step)),
+        total=round(clock.total_steps(run.step, recipe.warmup)),
         initial=run.step,
         unit="step",
         disable=not progress,
@@ -465,12 +465,12 @@ def _train(
         if run.step == 0:
             _validate(run, sample, clock, out)
         while not clock.done(run.step) and not stop.requested:
-            total = clock.total_steps(run.step)
+            total = clock.total_steps(run.step, recipe.warmup)
             run.optimizer.lr = optim.lr_schedule(
                 run.step,
                 max_lr=recipe.lr,
                 min_lr=recipe.min_lr,
-                warmup=min(recipe.warmup, total / 10),
+                warmup=clock.warmup(recipe.warmup),
                 total=total,
             )
             ids, targets = batch_of_windows(
@@ -525,12 +525,22 @@ class _Clock:
     def done(self, step: int) -> bool:
         return self.fraction(step) >= 1
 
-    def total_steps(self, step: int) -> float:
-        """The step where the schedule ends: given, or estimated."""
+    def total_steps(self, step: int, warmup: int) -> float:
+        """The step where the schedule ends: given, or estimated.
+
+        On the clock, the estimate is the steps per second so far times the
+        time allowed; it settles during the warm-up, which is in steps.
+        """
         if self.limit is None:
             return float(self.steps)
         rate = step / self.seconds() if step else 0.0  # steps per second
-        return max(rate * self.limit, step + 1.0, 2.0)
+        return max(rate * self.limit, step + 1.0, warmup + 1.0)
+
+    def warmup(self, warmup: int) -> float:
+        """The warm-up in steps: a tenth of a run shorter than ten of them."""
+        if self.limit is None:
+            return min(warmup, self.steps / 10)
+        return warmup
 
     def passed(self, step: int, points: int) -> bool:
         """Whether this step crossed one of `points` evenly spaced marks."""
