@@ -339,6 +339,8 @@ def resume(
             "`python -m opbyop.train` wrote"
         )
     log = json.loads((path / "log.json").read_text(encoding="utf-8"))
+    if log["status"] == "finished":
+        raise ValueError(f"the run in {path} has already finished")
     model = gpt.load(path)
     assert model.tokenizer is not None, "fit saves the tokenizer"
     recipe = Recipe(**log["recipe"])
@@ -461,6 +463,7 @@ def _train(
         dynamic_ncols=True,
     )
     losses: list[float] = []
+    spent = _Spent(log.setdefault("spent", {}))
     with bar, _ctrl_c() as stop:
         if run.step == 0:
             _validate(run, sample, clock, out)
@@ -473,25 +476,29 @@ def _train(
                 warmup=clock.warmup(recipe.warmup),
                 total=total,
             )
-            ids, targets = batch_of_windows(
-                tokens, recipe.batch, config.context, run.rng
-            )
-            loss, grads = gpt.loss_and_grads(run.params, ids, targets)
-            norm = optim.clip_grad_norm(grads, recipe.clip)
-            if not (math.isfinite(loss) and math.isfinite(norm)):
-                raise TrainingDiverged(_diverged(run, loss, norm))
-            run.optimizer.step(grads)
-            losses.append(loss)
-            if clock.passed(run.step, TRAIN_POINTS):
-                log["train"].append(
-                    [run.step, clock.seconds(), float(np.mean(losses))]
+            with spent("sampling"):
+                ids, targets = batch_of_windows(
+                    tokens, recipe.batch, config.context, run.rng
                 )
-                losses = []
+            with spent("step"):
+                loss, grads = gpt.loss_and_grads(run.params, ids, targets)
+                norm = optim.clip_grad_norm(grads, recipe.clip)
+                if not (math.isfinite(loss) and math.isfinite(norm)):
+                    raise TrainingDiverged(_diverged(run, loss, norm))
+                run.optimizer.step(grads)
+            with spent("logging"):
+                losses.append(loss)
+                if clock.passed(run.step, TRAIN_POINTS):
+                    log["train"].append(
+                        [run.step, clock.seconds(), float(np.mean(losses))]
+                    )
+                    losses = []
+                bar.total = round(total)
+                bar.set_postfix(_shown(log, loss), refresh=False)
+                bar.update()
             if clock.passed(run.step, VALIDATIONS):
-                _validate(run, sample, clock, out)
-            bar.total = round(total)
-            bar.set_postfix(_shown(log, loss), refresh=False)
-            bar.update()
+                with spent("validation"):
+                    _validate(run, sample, clock, out)
     log["status"] = "stopped" if stop.requested else "finished"
     if not stop.requested:
         _finish(run, validation_text, clock)
@@ -500,6 +507,22 @@ def _train(
 
 
 # --8<-- [end:loop]
+
+
+class _Spent:
+    """Seconds spent on each part of the loop, added up in `totals`."""
+
+    def __init__(self, totals: dict[str, float]) -> None:
+        self.totals = totals
+
+    @contextmanager
+    def __call__(self, part: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            seconds = time.perf_counter() - start
+            self.totals[part] = self.totals.get(part, 0.0) + seconds
 
 
 class _Clock:

@@ -15,6 +15,9 @@ Environment:
 * ``OPBYOP_REQUIRE_BROWSER=1``: a missing browser fails instead of skipping
   (``.ci/run`` and the GitHub workflow set it).
 * ``OPBYOP_SCREENSHOTS``: where screenshots go, ``screenshots/`` by default.
+* ``OPBYOP_FULL_SCREENSHOTS=1``: screenshots of whole pages, top to bottom.
+  By default each is the first screen only: a whole long page takes seconds
+  to capture, four times per page, and no test reads the pictures.
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
 ]
 SCREENSHOTS = Path(os.environ.get("OPBYOP_SCREENSHOTS", ROOT / "screenshots"))
+FULL_SCREENSHOTS = os.environ.get("OPBYOP_FULL_SCREENSHOTS") == "1"
 THEMES = {"light": "default", "dark": "slate"}  # color scheme -> Material's scheme
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
@@ -397,7 +401,10 @@ PAGE_FACTS = """async () => {
 }"""
 
 # Show a code block wherever it sits (closed <details>, an inactive tab).
-REVEAL = """(button) => {
+# Open the <details> and select the tab a copy button sits in, scroll it into
+# view, empty the clipboard, and return the text of the block it copies: one
+# round trip to the browser per block, then the click, then the read.
+REVEAL = """async (button) => {
   for (let e = button; e; e = e.parentElement) {
     if (e.tagName === "DETAILS") e.open = true;
     if (e.classList.contains("tabbed-block")) {
@@ -407,6 +414,9 @@ REVEAL = """(button) => {
     }
   }
   button.scrollIntoView({ block: "center" });
+  await navigator.clipboard.writeText("");
+  const target = button.getAttribute("data-clipboard-target") || "";
+  return document.querySelector(target).textContent;
 }"""
 
 
@@ -416,12 +426,7 @@ def copy_every_block(page: Page) -> list[tuple[str, str]]:
     buttons = page.locator("button.md-code__button[data-md-type=copy]")
     for index in range(buttons.count()):
         button = buttons.nth(index)
-        button.evaluate(REVEAL)
-        target = button.get_attribute("data-clipboard-target") or ""
-        expected = page.evaluate(
-            "(selector) => document.querySelector(selector).textContent", target
-        )
-        page.evaluate("navigator.clipboard.writeText('')")
+        expected = button.evaluate(REVEAL)
         button.click()
         copied = page.evaluate("navigator.clipboard.readText()")
         copies.append((copied, expected.removesuffix("\n")))
@@ -487,7 +492,8 @@ def visit(browser: Browser, base_url: str, screenshots: Path, report: Report) ->
             result.facts = page.evaluate(PAGE_FACTS)
             result.violations = Axe().run(page).response["violations"]
             page.screenshot(
-                path=screenshots / f"{page_id(url)}-{theme}-desktop.png", full_page=True
+                path=screenshots / f"{page_id(url)}-{theme}-desktop.png",
+                full_page=FULL_SCREENSHOTS,
             )
             if theme == "light":
                 result.copies = copy_every_block(page)
@@ -502,7 +508,9 @@ def visit(browser: Browser, base_url: str, screenshots: Path, report: Report) ->
         result.phone_overflow = phone.evaluate(
             "document.scrollingElement.scrollWidth - window.innerWidth"
         )
-        phone.screenshot(path=screenshots / f"{page_id(url)}-{theme}-phone.png", full_page=True)
+        phone.screenshot(
+            path=screenshots / f"{page_id(url)}-{theme}-phone.png", full_page=FULL_SCREENSHOTS
+        )
         phone.close()
         for violation in result.violations:
             if violation["impact"] not in SERIOUS:
