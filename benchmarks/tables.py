@@ -80,7 +80,8 @@ def milliseconds(seconds: float) -> str:
     ms = seconds * 1e3
     if ms >= 1000:
         return f"{ms / 1000:,.3g} s" if ms < 1e6 else f"{ms / 1000:,.0f} s"
-    return f"{ms:.3g}" if ms < 100 else f"{ms:.0f}"
+    # three significant figures, trailing zeros kept (14.0, not 14)
+    return f"{ms:#.3g}" if ms < 99.95 else f"{ms:.0f}"
 
 
 def time_table(results: dict[str, Any], dtype: str) -> str:
