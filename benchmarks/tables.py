@@ -8,8 +8,9 @@ Usage::
 
 The last form rewrites that run's tables in the page: those between
 ``<!-- table: DTYPE KIND -->`` and ``<!-- end table -->`` for a run of
-benchmarks/attention.py, ``<!-- table: minilm KIND -->`` for one of
-benchmarks/minilm.py; the other benchmark's tables are left as they are.
+benchmarks/attention.py, ``<!-- table: BENCHMARK KIND -->`` for one of
+benchmarks/minilm.py, train_step.py, generate.py or bpe.py (BENCHMARK is
+the script's name); the other benchmarks' tables are left as they are.
 docs/performance.md checks that it holds exactly the tables of the committed
 results, so its numbers are the runs'.
 
@@ -79,7 +80,8 @@ def milliseconds(seconds: float) -> str:
     ms = seconds * 1e3
     if ms >= 1000:
         return f"{ms / 1000:,.3g} s" if ms < 1e6 else f"{ms / 1000:,.0f} s"
-    return f"{ms:.3g}" if ms < 100 else f"{ms:.0f}"
+    # three significant figures, trailing zeros kept (14.0, not 14)
+    return f"{ms:#.3g}" if ms < 99.95 else f"{ms:.0f}"
 
 
 def time_table(results: dict[str, Any], dtype: str) -> str:
@@ -244,6 +246,112 @@ def _sentences(run: dict[str, Any], workload: str) -> str:
     return f"{count} sentence" + ("s" if count > 1 else "")
 
 
+def train_step_table(run: dict[str, Any]) -> str:
+    """One training step, opbyop against GPT2LMHeadModel: fastest round, both ratios."""
+    lines = [
+        "| workload | d_model | tokens per row | opbyop | PyTorch "
+        "| ratio of fastest steps | median of rounds' ratios | target |",
+        "|:--|--:|--:|--:|--:|--:|--:|:--|",
+    ]
+    for name, row in run["steps"].items():
+        config = run["workloads"][name]
+        cells = [f"`{name}`", str(config["d_model"]), str(config["context"])]
+        cells += [milliseconds(row["opbyop_s"]), milliseconds(row["pytorch_s"])]
+        cells += [f"{row['ratio_fastest']:.2f}", f"{row['ratio_median_of_rounds']:.2f}"]
+        target = "-"
+        if "target" in row:
+            verdict = "met" if row["meets_target"] else "missed"
+            target = f"\N{LESS-THAN OR EQUAL TO} {row['target']:.2f}: {verdict}"
+        lines.append("| " + " | ".join([*cells, target]) + " |")
+    return "\n".join(lines)
+
+
+def train_step_memory_table(run: dict[str, Any]) -> str:
+    """Each side's peak resident memory, and how much the steps added, in MiB."""
+    lines = [
+        "| workload | opbyop: peak | added by the steps | PyTorch: peak | added by the steps |",
+        "|:--|--:|--:|--:|--:|",
+    ]
+    for name, sides in run["memory"].items():
+        cells = [f"`{name}`"]
+        for side in ["numpy", "torch"]:
+            cells += [f"{sides[side][key] / 2**20:.0f}" for key in ["peak_bytes", "step_bytes"]]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def train_step_breakdown_table(run: dict[str, Any]) -> str:
+    """Where opbyop's step spends its time, held to one core: milliseconds and share."""
+    split = run["breakdown"]
+    lines = ["| on one core | ms | share |", "|:--|--:|--:|"]
+    for part, seconds in [*split["parts"].items(), ("total", split["total"])]:
+        lines.append(f"| {part} | {milliseconds(seconds)} | {seconds / split['total']:.0%} |")
+    return "\n".join(lines)
+
+
+def generate_table(run: dict[str, Any]) -> str:
+    """Milliseconds per new token: opbyop with and without its cache, and PyTorch."""
+    result = run["result"]
+    rows = {
+        "opbyop, with the KV cache": result["opbyop_ms_per_token_cache"],
+        "opbyop, no cache": result["opbyop_ms_per_token_no_cache"],
+        "`GPT2LMHeadModel.generate`, with its cache": result.get("torch_ms_per_token"),
+    }
+    lines = ["| 200 new tokens | ms per token |", "|:--|--:|"]
+    for name, ms in rows.items():
+        if ms is not None:
+            lines.append(f"| {name} | {ms:.2f} |")
+    return "\n".join(lines)
+
+
+def generate_lengths_table(run: dict[str, Any]) -> str:
+    """One step's milliseconds as the text grows: a cached step against recomputing it all."""
+    lines = [
+        "| tokens so far | with the cache | recomputed | recomputed ÷ cached |",
+        "|--:|--:|--:|--:|",
+    ]
+    for n, step in run["result"]["step_ms_by_length"].items():
+        cached, recomputed = step["cached"], step["recomputed"]
+        lines.append(f"| {n} | {cached:.2f} | {recomputed:.2f} | {recomputed / cached:.1f} |")
+    return "\n".join(lines)
+
+
+def bpe_encode_table(run: dict[str, Any]) -> str:
+    """Encoding 1 MB: each tokenizer's fastest cold and warm call, and the ratio."""
+    lines = [
+        "| tokenizer | cold, s | cold, MB/s | warm, s | warm, MB/s "
+        "| median of rounds' ratios to tokenizers |",
+        "|:--|--:|--:|--:|--:|--:|",
+    ]
+    for side in ["opbyop", "tokenizers", "tiktoken"]:
+        row = run["encode"].get(side)
+        if row is None:
+            continue
+        ratio = row.get("ratio_to_tokenizers_median_of_rounds")
+        cells = [
+            f"`{side}`",
+            f"{row['cold_s']:.3f}",
+            f"{row['cold_mb_per_s']:.2f}",
+            f"{row['warm_s']:.3f}",
+            f"{row['warm_mb_per_s']:.2f}",
+            "-" if ratio is None else f"{ratio:.2f}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def bpe_train_table(run: dict[str, Any]) -> str:
+    """Training on 1 MB of Python: seconds by final vocab_size, beside tokenizers' trainer."""
+    train = run["train"]
+    lines = ["| vocab_size | merges | opbyop, s | tokenizers, s | ratio |", "|--:|--:|--:|--:|--:|"]
+    for size, ours in train["opbyop"].items():
+        theirs = train.get("tokenizers", {}).get(size)
+        cells = [f"{int(size):,}", str(int(size) - 256), f"{ours:.2f}"]
+        cells += ["-", "-"] if theirs is None else [f"{theirs:.2f}", f"{ours / theirs:.1f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 TABLES = {
     "times": time_table,
     "ratios": ratio_table,
@@ -256,23 +364,56 @@ MINILM_TABLES = {
     "rounds": minilm_rounds_table,
     "breakdown": minilm_breakdown_table,
 }
+# The tables of every benchmark but attention.py, by the script's name.
+BENCHMARK_TABLES = {
+    "minilm": MINILM_TABLES,
+    "train_step": {
+        "steps": train_step_table,
+        "memory": train_step_memory_table,
+        "breakdown": train_step_breakdown_table,
+    },
+    "generate": {"tokens": generate_table, "lengths": generate_lengths_table},
+    "bpe": {"encode": bpe_encode_table, "train": bpe_train_table},
+}
 # A marked table, or an empty pair of markers (a table not yet written).
 MARKED = re.compile(r"<!-- table: (\w+) (\w+) -->\n(?:[^\n]*\n)*?<!-- end table -->")
 
 
+def benchmark_of(results: dict[str, Any]) -> str:
+    """Which script made `results`: attention, minilm, train_step, generate or bpe."""
+    if "rows" in results:
+        return "attention"
+    if "steps" in results:
+        return "train_step"
+    if "cache_speedup" in results.get("result", {}):
+        return "generate"
+    if "train" in results:  # bpe.json also has "encode": test it before minilm
+        return "bpe"
+    if "encode" in results:
+        return "minilm"
+    raise ValueError(f"results: not a run of any benchmark (keys {sorted(results)})")
+
+
 def is_minilm(results: dict[str, Any]) -> bool:
-    """Whether `results` is a run of benchmarks/minilm.py (else of attention.py)."""
-    return "encode" in results
+    """Whether `results` is a run of benchmarks/minilm.py."""
+    return benchmark_of(results) == "minilm"
 
 
 def update_page(page: Path, results: dict[str, Any]) -> None:
     """Replace each marked table of `results`' benchmark in `page` with the run's."""
+    benchmark = benchmark_of(results)
 
     def table(match: re.Match[str]) -> str:
         source, kind = match.groups()
-        if (source == "minilm") != is_minilm(results):
-            return match.group(0)  # the other benchmark's table
-        text = MINILM_TABLES[kind](results) if source == "minilm" else TABLES[kind](results, source)
+        # an attention table is marked with its dtype, the others with their script
+        if (source in BENCHMARK_TABLES and source != benchmark) or (
+            source not in BENCHMARK_TABLES and benchmark != "attention"
+        ):
+            return match.group(0)  # another benchmark's table
+        if source in BENCHMARK_TABLES:
+            text = BENCHMARK_TABLES[source][kind](results)
+        else:
+            text = TABLES[kind](results, source)
         return f"<!-- table: {source} {kind} -->\n{text}\n<!-- end table -->"
 
     page.write_text(MARKED.sub(table, page.read_text(encoding="utf-8")), encoding="utf-8")
@@ -287,10 +428,10 @@ def main(argv: list[str]) -> None:
     if args.page:
         update_page(args.page, results)
         return
-    if is_minilm(results):
-        print(f"encode, milliseconds:\n\n{minilm_table(results)}\n")
-        print(f"each round's ratio:\n\n{minilm_rounds_table(results)}\n")
-        print(f"where the time goes:\n\n{minilm_breakdown_table(results)}")
+    benchmark = benchmark_of(results)
+    if benchmark != "attention":
+        for kind, function in BENCHMARK_TABLES[benchmark].items():
+            print(f"{benchmark} {kind}:\n\n{function(results)}\n")
         return
     for dtype in ("float32", "float64"):
         if any(row["dtype"] == dtype for row in results["rows"]):
