@@ -34,8 +34,9 @@ Usage::
 PyTorch's side needs a Python with torch and transformers
 (``--torch-python``, default this one); without, only opbyop's side runs.
 For a run to record, unset ``OPENBLAS_CORETYPE`` and ``OPENBLAS_L2_SIZE``;
-``OPENBLAS_THREAD_TIMEOUT=4`` keeps idle OpenBLAS threads from spinning into
-the other side's turn (the JSON keeps the environment and BLAS kernels). As
+``OPENBLAS_THREAD_TIMEOUT=4`` keeps OpenBLAS's idle threads, in opbyop's
+process, from spinning on the cores its own threads and element-wise passes
+then need (the JSON keeps the environment and BLAS kernels). As
 ``attention.py`` does, the run waits up to three minutes for the 1-minute
 load average to be below 0.5, and afterwards for its own load to fade; if
 either fails, nothing is written (``--allow-busy`` keeps it anyway;
