@@ -445,9 +445,11 @@ def _match_colour_bar(drawing: Any) -> None:
 
 @figure("figures/07-search.svg")
 def episode_7_search() -> str:
+    import numpy as np
+
     from opbyop.plot import attention_heatmap, svg
 
-    grid = episode_7_search_grid()
+    grid = np.round(episode_7_search_grid(), 2) + 0.0  # no "-0.00" cell
     labels = list(EPISODE_7_SENTENCES)
     drawing = attention_heatmap(
         grid,
