@@ -298,7 +298,7 @@ EPISODE_6_BLOCKS = {
         ["attention", "+", "layer norm"],
         ["feed-forward", "+", "layer norm"],
     ],
-    "Norm before\n(GPT-2, most newer models)": [
+    "Norm before\n(GPT-2)": [
         ["layer norm", "attention", "+"],
         ["layer norm", "feed-forward", "+"],
     ],

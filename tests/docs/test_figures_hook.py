@@ -107,7 +107,7 @@ def test_the_block_figure_draws_both_orders_as_the_page_names_them() -> None:
     assert pre == [["layer norm", "attention", "+"], ["layer norm", "feed-forward", "+"]]
     title = ET.fromstring(figures_hook.FIGURES["figures/06-block.svg"]())[0].text or ""
     assert "Left, norm after the add (BERT, all-MiniLM-L6-v2)" in title
-    assert "Right, norm before (GPT-2, most newer models)" in title
+    assert "Right, norm before (GPT-2)" in title
 
 
 def test_the_positions_figure_matches_the_page() -> None:
