@@ -700,10 +700,22 @@ def gelu_backward(
     # Beyond |x| = 1e4, p is exactly 0 or 1 and the derivative exactly 0 or
     # 1: clipping changes nothing there, and keeps x**3 finite in float32.
     x = np.clip(x, -1e4, 1e4)
+    # In place, a few arrays for all the passes: each new array of this size
+    # costs about as much as a pass over it.
     squares = x * x
-    u = _TANH_GELU_C * (x + _TANH_GELU_CUBIC * squares * x)
+    p = np.multiply(squares, -2 * _TANH_GELU_C * _TANH_GELU_CUBIC)
+    p -= 2 * _TANH_GELU_C
+    p *= x  # -2u
     with np.errstate(over="ignore"):  # exp(-2u) = inf far left: p = 0
-        p = 1 / (1 + np.exp(-2 * u))  # (1 + tanh(u)) / 2
-    slope = _TANH_GELU_C * (1 + 3 * _TANH_GELU_CUBIC * squares)  # du/dx
-    grad = p * (1 + 2 * x * (1 - p) * slope)
-    return (dy * grad).astype(out_dtype, copy=False)
+        np.exp(p, out=p)
+    p += 1
+    np.reciprocal(p, out=p)  # (1 + tanh(u)) / 2
+    slope = np.multiply(squares, 2 * _TANH_GELU_C * 3 * _TANH_GELU_CUBIC)
+    slope += 2 * _TANH_GELU_C  # 2 du/dx
+    grad = np.subtract(1, p, out=squares)  # 1 - p
+    grad *= x
+    grad *= slope
+    grad += 1
+    grad *= p  # p * (1 + 2 x (1 - p) du/dx)
+    grad *= dy
+    return grad.astype(out_dtype, copy=False)
