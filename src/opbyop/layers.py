@@ -332,6 +332,13 @@ def _row_dots(x: FloatArray) -> FloatArray:  # [..., d] -> [...]
 _vecdot = getattr(np, "vecdot", None)
 
 
+def _column_sums(rows: FloatArray) -> FloatArray:  # [m, d] -> [d]
+    """Each column's sum, as a product with ones (BLAS: twice as fast as ``sum``)."""
+    if rows.shape[0] > _LONG_ROWS:
+        return rows.sum(axis=0, dtype=np.float64).astype(rows.dtype)
+    return _filled(rows.shape[0], 1.0, rows.dtype) @ rows
+
+
 # Summed in float32, a row loses about a rounding per thousand numbers (3e-6
 # at 2**20, against 1e-7 at 384): longer rows are summed in float64.
 _LONG_ROWS = 4096
@@ -626,15 +633,22 @@ def layer_norm_backward(
     converted, out_dtype = cast(*arrays.values())
     dy, x = converted[0], converted[1]
     d = x.shape[-1]
-    centred = x - x.mean(axis=-1, keepdims=True)
-    variance = (centred * centred).mean(axis=-1, keepdims=True)
-    inverse_std = 1 / np.sqrt(variance + float(eps))  # an array: float32 stays float32
-    x_hat = centred * inverse_std
-    d_weight = (dy * x_hat).reshape(-1, d).sum(axis=0)
-    d_bias = dy.reshape(-1, d).sum(axis=0)
-    g = dy * converted[2] if weight is not None else dy  # gradient with respect to x_hat
-    dx = g - g.mean(axis=-1, keepdims=True)
-    dx -= x_hat * (g * x_hat).mean(axis=-1, keepdims=True)
+    # Row means as products with ones (BLAS), and in place where the
+    # arrays are ours: each new array costs about a pass over it.
+    x_hat = x - (_row_sums(x) / d)[..., np.newaxis]  # centred, for now
+    variance = _row_dots(x_hat) / d
+    inverse_std = (1 / np.sqrt(variance + float(eps)))[..., np.newaxis]  # float32 stays
+    x_hat *= inverse_std
+    work = dy * x_hat
+    d_weight = _column_sums(work.reshape(-1, d))
+    d_bias = _column_sums(dy.reshape(-1, d))
+    g = dy * converted[2] if weight is not None else dy.copy()  # gradient with respect to x_hat
+    mean_g = (_row_sums(g) / d)[..., np.newaxis]
+    np.multiply(g, x_hat, out=work)
+    mean_g_x_hat = (_row_sums(work) / d)[..., np.newaxis]
+    dx = g
+    dx -= mean_g
+    dx -= np.multiply(x_hat, mean_g_x_hat, out=work)
     dx *= inverse_std
     return (
         dx.astype(out_dtype, copy=False),
