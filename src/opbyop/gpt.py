@@ -307,8 +307,9 @@ def queries_keys_values(
     (2, 3, 2)
     """
     qkv = linear(normed, *attention.qkv)  # [..., n, 3 d]
+    d = qkv.shape[-1] // 3
     q, k, v = (
-        split_heads(part, n_heads) for part in np.split(qkv, 3, axis=-1)
+        split_heads(qkv[..., i * d : (i + 1) * d], n_heads) for i in range(3)
     )  # each [..., n_heads, n, d_head], views of qkv
     return q, k, v
 
@@ -556,6 +557,14 @@ def forward_with_cache(
             f"ids: {start} cached + {ids.shape[-1]} new tokens run past the "
             f"model's context of {config.context}"
         )
+    return _forward_with_cache(params, ids, cache)
+
+
+def _forward_with_cache(
+    params: Params, ids: Array, cache: KVCache | None
+) -> tuple[Array, KVCache]:
+    """`forward_with_cache` on checked arguments (checked once per text)."""
+    config, start = params.config, 0 if cache is None else cache.length
     tokens, positions = params.token_embedding, params.position_embedding
     x = embed(ids, tokens, positions, start)
     keys, values = [], []
@@ -697,9 +706,9 @@ def _new_tokens(
     use_cache: bool,
 ) -> Iterator[Array]:  # [batch, n] -> max_new_tokens x [batch]
     """Each new token of every row, as it is chosen."""
-    text = rows
+    text = rows  # checked by _prepared, so the steps need no more checks
     if use_cache:
-        logits, cache = forward_with_cache(params, rows)  # the prefill
+        logits, cache = _forward_with_cache(params, rows, None)  # the prefill
     else:
         logits = forward(params, rows)
     for step in range(max_new_tokens):
@@ -709,7 +718,7 @@ def _new_tokens(
         if step == max_new_tokens - 1:
             break  # the last token needs no scores after it
         if use_cache:  # run the new token only
-            logits, cache = forward_with_cache(params, new[:, None], cache)
+            logits, cache = _forward_with_cache(params, new[:, None], cache)
         else:  # run the whole text again
             logits = forward(params, text)
 
