@@ -937,7 +937,9 @@ def block_backward(
     d_activated, *d_narrow = linear_backward(
         d_out, c.activated, block.mlp.narrow.weight
     )
-    d_widened = gelu_backward(d_activated, c.widened, approximate="tanh")
+    d_widened = gelu_backward(
+        d_activated, c.widened, approximate="tanh", y=c.activated
+    )  # y: GELU's output, x * p, saves an exp
     d_normed_2, *d_widen = linear_backward(
         d_widened, c.normed_2, block.mlp.widen.weight
     )

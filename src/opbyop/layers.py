@@ -701,7 +701,7 @@ _TANH_GELU_CUBIC = 0.044715
 
 
 def gelu_backward(
-    dy: ArrayLike, x: ArrayLike, approximate: str = "tanh"
+    dy: ArrayLike, x: ArrayLike, approximate: str = "tanh", *, y: ArrayLike | None = None
 ) -> FloatArray:  # [...], [...] -> [...]
     """The gradient of ``gelu(x, approximate="tanh")`` with respect to `x`.
 
@@ -716,7 +716,8 @@ def gelu_backward(
     exp(-2u))``, as `gelu` computes the forward (NumPy's ``exp`` is much
     quicker than its ``tanh`` in float32): the derivative is then
     ``p * (1 + 2 * x * (1 - p) * du/dx``). GPT-2 uses this form
-    ("gelu_new").
+    ("gelu_new"). GELU's output is ``x * p``: given it as `y`, p is
+    ``y / x`` (1/2 near 0), and no ``exp`` is taken again.
 
     Parameters
     ----------
@@ -727,6 +728,9 @@ def gelu_backward(
     approximate : {"tanh"}, optional
         The form of GELU, spelled as in PyTorch. Only the tanh form has a
         backward here.
+    y : array_like, optional
+        ``gelu(x, approximate="tanh")``, if the forward pass kept it: the
+        same gradient (to float rounding), quicker.
 
     Returns
     -------
@@ -737,7 +741,11 @@ def gelu_backward(
     --------
     >>> import numpy as np
     >>> from opbyop import gelu_backward
-    >>> gelu_backward(np.ones(3), np.array([0.0, 1.0, 10.0])).round(4)
+    >>> x = np.array([0.0, 1.0, 10.0])
+    >>> gelu_backward(np.ones(3), x).round(4)
+    array([0.5  , 1.083, 1.   ])
+    >>> y = gelu(x, approximate="tanh")
+    >>> gelu_backward(np.ones(3), x, y=y).round(4)
     array([0.5  , 1.083, 1.   ])
     """
     if approximate != "tanh":
@@ -747,21 +755,22 @@ def gelu_backward(
     dy, x = real_array(dy, "dy"), real_array(x, "x")
     if dy.shape != x.shape:
         raise ValueError(f"dy needs the shape of x {x.shape}, got {dy.shape}")
-    check_dtypes(dy=dy, x=x)
-    (dy, x), out_dtype = cast(dy, x)
+    arrays = {"dy": dy, "x": x}
+    if y is not None:
+        arrays["y"] = real_array(y, "y")
+        if arrays["y"].shape != x.shape:
+            raise ValueError(f"y needs the shape of x {x.shape}, got {arrays['y'].shape}")
+    check_dtypes(**arrays)
+    (dy, x, *output), out_dtype = cast(*arrays.values())
+    p = _gelu_p_from_output(output[0], x) if output else None
     # Beyond |x| = 1e4, p is exactly 0 or 1 and the derivative exactly 0 or
     # 1: clipping changes nothing there, and keeps x**3 finite in float32.
     x = np.clip(x, -1e4, 1e4)
     # In place, a few arrays for all the passes: each new array of this size
     # costs about as much as a pass over it.
     squares = x * x
-    p = np.multiply(squares, -2 * _TANH_GELU_C * _TANH_GELU_CUBIC)
-    p -= 2 * _TANH_GELU_C
-    p *= x  # -2u
-    with np.errstate(over="ignore"):  # exp(-2u) = inf far left: p = 0
-        np.exp(p, out=p)
-    p += 1
-    np.reciprocal(p, out=p)  # (1 + tanh(u)) / 2
+    if p is None:
+        p = _gelu_p(x, squares)
     slope = np.multiply(squares, 2 * _TANH_GELU_C * 3 * _TANH_GELU_CUBIC)
     slope += 2 * _TANH_GELU_C  # 2 du/dx
     grad = np.subtract(1, p, out=squares)  # 1 - p
@@ -771,3 +780,26 @@ def gelu_backward(
     grad *= p  # p * (1 + 2 x (1 - p) du/dx)
     grad *= dy
     return grad.astype(out_dtype, copy=False)
+
+
+def _gelu_p(x: FloatArray, squares: FloatArray) -> FloatArray:
+    """``p = (1 + tanh(u)) / 2 = 1 / (1 + exp(-2u))``, from x and x**2."""
+    p = np.multiply(squares, -2 * _TANH_GELU_C * _TANH_GELU_CUBIC)
+    p -= 2 * _TANH_GELU_C
+    p *= x  # -2u
+    with np.errstate(over="ignore"):  # exp(-2u) = inf far left: p = 0
+        np.exp(p, out=p)
+    p += 1
+    return np.reciprocal(p, out=p)
+
+
+# Below this, p = 1/2 + 0.4 x rounds to 1/2 (in float64 too), where y / x
+# would lose to the rounding of a subnormal y.
+_GELU_NEAR_ZERO = 1e-18
+
+
+def _gelu_p_from_output(y: FloatArray, x: FloatArray) -> FloatArray:
+    """The same p from GELU's output ``y = x * p``: ``y / x``, 1/2 near 0."""
+    p = np.full_like(x, 0.5)
+    np.divide(y, x, out=p, where=np.abs(x) > _GELU_NEAR_ZERO)
+    return p
