@@ -1143,10 +1143,11 @@ def _pool() -> ThreadPoolExecutor:
 def _weighted_sum(trees: list[Any], weights: list[float]) -> Any:
     """``sum(w * tree)`` array by array, for trees shaped as `Params`."""
     first = trees[0]
-    if isinstance(first, np.ndarray):
-        out = first * weights[0]  # a Python float: float32 stays float32
+    if isinstance(first, np.ndarray):  # in place: the shares' grads are ours
+        out = np.multiply(first, weights[0], out=first)  # float32 stays
         for tree, weight in zip(trees[1:], weights[1:], strict=True):
-            out += tree * weight
+            tree *= weight
+            out += tree
         return out
     if isinstance(first, Config):
         return first
