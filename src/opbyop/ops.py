@@ -864,7 +864,7 @@ def cross_entropy_backward(
     [[0.25, 0.25, -0.75, 0.25]]
     """
     scores, target_index = _checked_logits_and_targets(logits, targets)
-    grad = np.exp(_log_softmax(scores))  # p, each row adding up to 1
+    grad = _softmax(scores.copy(), axis=-1)  # p, each row adding up to 1
     rows = grad.reshape(-1, grad.shape[-1])
     rows[np.arange(rows.shape[0]), target_index.reshape(-1)] -= 1  # p - y
     grad /= rows.shape[0]  # the mean over the rows
