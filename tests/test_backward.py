@@ -97,6 +97,10 @@ def test_gelu_backward() -> None:
         return float((gelu(x, approximate="tanh") * r).sum())
 
     check(gelu_backward(r, x, approximate="tanh"), loss, x)
+    # From the forward's output (p = y / x, 1/2 at 0, which x holds)
+    y = gelu(x, approximate="tanh")
+    assert 0.0 in x
+    check(gelu_backward(r, x, approximate="tanh", y=y), loss, x)
 
 
 @pytest.mark.parametrize("axis", [-1, 0])
@@ -200,6 +204,10 @@ def test_backward_functions_keep_float32() -> None:
         (lambda: gelu_backward(np.ones(3), np.ones(3), approximate="none"), ValueError,
          "only the tanh form"),
         (lambda: gelu_backward(np.ones(2), np.ones(3)), ValueError, "dy needs the shape of x"),
+        (lambda: gelu_backward(np.ones(3), np.ones(3), y=np.ones(2)), ValueError,
+         "y needs the shape of x"),
+        (lambda: gelu_backward(np.ones(3), np.ones(3), y=np.ones(3, np.float32)), TypeError,
+         "same dtype"),
         (lambda: softmax_backward(np.ones(2), np.ones(3)), ValueError, "one shape"),
         (lambda: attention_backward(np.ones((3, 3)), np.ones((3, 2)), np.ones((4, 2)),
                                     np.ones((4, 2)), np.ones((3, 4))), ValueError,
@@ -229,3 +237,14 @@ def test_gelu_backward_far_out_is_0_or_1_with_no_warning(dtype: type) -> None:
     grad = gelu_backward(np.ones_like(x), x)  # filterwarnings = error
     assert grad.dtype == dtype
     assert grad.tolist() == [0.0] * 4 + [1.0] * 4
+    with_y = gelu_backward(np.ones_like(x), x, y=gelu(x, approximate="tanh"))
+    assert with_y.tolist() == [0.0] * 4 + [1.0] * 4
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gelu_backward_from_the_output_is_right_near_0(dtype: type) -> None:
+    """Near 0, y / x would divide roundings; the derivative there is 1/2."""
+    tiny = np.finfo(dtype).smallest_subnormal
+    x: Array = np.array([-1e-20, -3 * tiny, -tiny, 0.0, tiny, 3 * tiny, 1e-20], dtype=dtype)
+    grad = gelu_backward(np.ones_like(x), x, y=gelu(x, approximate="tanh"))
+    assert grad.tolist() == [0.5] * 7

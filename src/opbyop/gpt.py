@@ -305,8 +305,9 @@ def queries_keys_values(
     (2, 3, 2)
     """
     qkv = linear(normed, *attention.qkv)  # [..., n, 3 d]
+    d = qkv.shape[-1] // 3
     q, k, v = (
-        split_heads(part, n_heads) for part in np.split(qkv, 3, axis=-1)
+        split_heads(qkv[..., i * d : (i + 1) * d], n_heads) for i in range(3)
     )  # each [..., n_heads, n, d_head], views of qkv
     return q, k, v
 
@@ -489,8 +490,13 @@ def block_step(
         k = np.concatenate([past[0], k], axis=-2)  # [..., h, start + n, dh]
         v = np.concatenate([past[1], v], axis=-2)
     n, start = x.shape[-2], k.shape[-2] - x.shape[-2]
-    mask = None if n == 1 else np.tri(n, start + n, k=start, dtype=bool)
-    weights = attention_weights(q, k, mask=mask)  # [..., h, n, start + n]
+    if n == 1:  # one new token looks at every key: softmax(q k^T / sqrt(dh))
+        # (attention_weights' checks and guards cost 4 times as much)
+        scores = q @ np.swapaxes(k, -1, -2) * (1 / math.sqrt(q.shape[-1]))
+        weights = softmax(scores)  # [..., h, 1, start + 1]
+    else:
+        mask = np.tri(n, start + n, k=start, dtype=bool)
+        weights = attention_weights(q, k, mask=mask)  # [..., h, n, start + n]
     merged = merge_heads(weights @ v)  # [..., n, d]
     middle = x + linear(merged, *block.attention.output)  # residual add
     out, *_ = mlp_half(middle, block)
@@ -554,6 +560,14 @@ def forward_with_cache(
             f"ids: {start} cached + {ids.shape[-1]} new tokens run past the "
             f"model's context of {config.context}"
         )
+    return _forward_with_cache(params, ids, cache)
+
+
+def _forward_with_cache(
+    params: Params, ids: Array, cache: KVCache | None
+) -> tuple[Array, KVCache]:
+    """`forward_with_cache` on checked arguments (checked once per text)."""
+    config, start = params.config, 0 if cache is None else cache.length
     tokens, positions = params.token_embedding, params.position_embedding
     x = embed(ids, tokens, positions, start)
     keys, values = [], []
@@ -695,9 +709,9 @@ def _new_tokens(
     use_cache: bool,
 ) -> Iterator[Array]:  # [batch, n] -> max_new_tokens x [batch]
     """Each new token of every row, as it is chosen."""
-    text = rows
+    text = rows  # checked by _prepared, so the steps need no more checks
     if use_cache:
-        logits, cache = forward_with_cache(params, rows)  # the prefill
+        logits, cache = _forward_with_cache(params, rows, None)  # the prefill
     else:
         logits = forward(params, rows)
     for step in range(max_new_tokens):
@@ -707,7 +721,7 @@ def _new_tokens(
         if step == max_new_tokens - 1:
             break  # the last token needs no scores after it
         if use_cache:  # run the new token only
-            logits, cache = forward_with_cache(params, new[:, None], cache)
+            logits, cache = _forward_with_cache(params, new[:, None], cache)
         else:  # run the whole text again
             logits = forward(params, text)
 
@@ -926,7 +940,9 @@ def block_backward(
     d_activated, *d_narrow = linear_backward(
         d_out, c.activated, block.mlp.narrow.weight
     )
-    d_widened = gelu_backward(d_activated, c.widened, approximate="tanh")
+    d_widened = gelu_backward(
+        d_activated, c.widened, approximate="tanh", y=c.activated
+    )  # y: GELU's output, x * p, saves an exp
     d_normed_2, *d_widen = linear_backward(
         d_widened, c.normed_2, block.mlp.widen.weight
     )
@@ -1125,10 +1141,11 @@ def _pool() -> ThreadPoolExecutor:
 def _weighted_sum(trees: list[Any], weights: list[float]) -> Any:
     """``sum(w * tree)`` array by array, for trees shaped as `Params`."""
     first = trees[0]
-    if isinstance(first, np.ndarray):
-        out = first * weights[0]  # a Python float: float32 stays float32
+    if isinstance(first, np.ndarray):  # in place: the shares' grads are ours
+        out = np.multiply(first, weights[0], out=first)  # float32 stays
         for tree, weight in zip(trees[1:], weights[1:], strict=True):
-            out += tree * weight
+            tree *= weight
+            out += tree
         return out
     if isinstance(first, Config):
         return first

@@ -701,9 +701,24 @@ def softmax_backward(
     check_dtypes(dy=dy, y=y)
     axis = _check_axis(axis, y, "y")
     (dy, y), out_dtype = cast(dy, y)
-    out = dy - (dy * y).sum(axis=axis, keepdims=True)
-    out *= y
-    return out.astype(out_dtype, copy=False)
+    return _softmax_backward(dy.copy(), y, axis).astype(out_dtype, copy=False)
+
+
+# Rows up to this long are summed by einsum (in order, in their dtype); longer
+# ones pairwise (np.sum), which loses less to rounding, as layer_norm does.
+_EINSUM_ROWS = 4096
+
+
+def _softmax_backward(dy: FloatArray, y: FloatArray, axis: int) -> FloatArray:
+    """`softmax_backward` of checked arrays, in place in `dy`; `axis` >= 0."""
+    if axis == y.ndim - 1 and y.shape[-1] <= _EINSUM_ROWS:
+        # Each row's sum of dy * y without an array of the products: 4x quicker.
+        weighted = np.einsum("...i,...i->...", dy, y)[..., np.newaxis]
+    else:  # summed pairwise, more accurate on long rows
+        weighted = (dy * y).sum(axis=axis, keepdims=True)
+    dy -= weighted
+    dy *= y
+    return dy
 
 
 def attention_backward(
@@ -775,7 +790,7 @@ def attention_backward(
     )
     dv = np.swapaxes(weights_array, -1, -2) @ d_out_array
     d_weights = d_out_array @ np.swapaxes(v_array, -1, -2)
-    d_scores = softmax_backward(d_weights, weights_array)
+    d_scores = _softmax_backward(d_weights, weights_array, d_weights.ndim - 1)  # in place
     dq = d_scores @ k_array
     dq *= factor
     dk = np.swapaxes(d_scores, -1, -2) @ q_array
@@ -849,7 +864,7 @@ def cross_entropy_backward(
     [[0.25, 0.25, -0.75, 0.25]]
     """
     scores, target_index = _checked_logits_and_targets(logits, targets)
-    grad = np.exp(_log_softmax(scores))  # p, each row adding up to 1
+    grad = _softmax(scores.copy(), axis=-1)  # p, each row adding up to 1
     rows = grad.reshape(-1, grad.shape[-1])
     rows[np.arange(rows.shape[0]), target_index.reshape(-1)] -= 1  # p - y
     grad /= rows.shape[0]  # the mean over the rows

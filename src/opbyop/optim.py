@@ -231,11 +231,21 @@ class AdamW:
         if p.ndim >= 2:  # decay matrices only, as nanoGPT
             p *= 1 - lr * self.weight_decay
         m, v = self.exp_avg[path], self.exp_avg_sq[path]
-        m += (1 - beta1) * (g - m)
+        # In place, one scratch array for every line: a new array per
+        # operation would cost as much as the operation.
+        work = g - m
+        work *= 1 - beta1
+        m += work  # m += (1 - beta1) * (g - m)
+        np.multiply(g, g, out=work)
+        work *= 1 - beta2
         v *= beta2
-        v += (1 - beta2) * g * g
-        denom = np.sqrt(v) / math.sqrt(1 - beta2**t) + self.eps
-        p -= lr / (1 - beta1**t) * m / denom
+        v += work  # v = beta2 * v + (1 - beta2) * g * g
+        denom = np.sqrt(v, out=work)
+        denom /= math.sqrt(1 - beta2**t)
+        denom += self.eps
+        step = np.divide(m, denom, out=work)
+        step *= lr / (1 - beta1**t)
+        p -= step  # p -= lr / (1 - beta1**t) * m / denom
 
 
 # --8<-- [end:AdamW]
