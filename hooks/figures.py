@@ -183,25 +183,19 @@ def episode_3_heads() -> str:
     weights = trace.layers[0].attention_weights  # [12 heads, n, n]
     n = len(trace.tokens)
     before = min(float(weights[2, i, i - 1]) for i in range(1, n))
-    words = range(1, n - 1)  # the rows the page's shares average over
-    # the page's table counts the first word's [CLS] as "before" and the last
-    # word's [SEP] as "after": the same here, so figure and table agree
-    cls_rows = [i for i in words if i != 1]
-    sep_rows = [i for i in words if i != n - 2]
+    words = range(1, n - 1)  # the word rows: not [CLS], not [SEP]
+    # all of each word's weight, averaged over the words (unlike the page's
+    # table, which counts the first word's [CLS] as "before")
     head_8 = weights[8]
-    on_cls = sum(float(head_8[i, 0]) for i in cls_rows) / len(words)
+    on_cls = sum(float(head_8[i, 0]) for i in words) / len(words)
     on_itself = sum(float(head_8[i, i]) for i in words) / len(words)
     own_best = [f'"{trace.tokens[i]}"' for i in words if head_8[i].argmax() == i]
     # the weight a word gives [CLS] and [SEP] together, averaged over the words
     resting = [
-        (
-            sum(float(weights[h, i, 0]) for i in cls_rows)
-            + sum(float(weights[h, i, n - 1]) for i in sep_rows)
-        )
-        / len(words)
+        sum(float(weights[h, i, 0] + weights[h, i, n - 1]) for i in words) / len(words)
         for h in range(len(weights))
     ]
-    others = [resting[h] for h in range(len(weights)) if h not in (2, 3, 8)]
+    others = [resting[h] for h in range(len(weights)) if h not in (2, 3)]
     old = trace.tokens.index("old")
     drawing = attention_heads(
         weights,
@@ -214,11 +208,10 @@ def episode_3_heads() -> str:
         f"all-MiniLM-L6-v2, for the tokens {' '.join(trace.tokens)}. Head 2 is a "
         "bright line just below the diagonal: every token after [CLS] puts at least "
         f"{math.floor(100 * before) / 100:.2f} of its weight on the token before it. "
-        "Head 8 is brighter in the [CLS] column than on the diagonal: in the table's "
-        "shares, a word gives "
+        "Head 8 is brighter in the [CLS] column than on the diagonal: a word gives "
         f"[CLS] {on_cls:.2f} of its weight on average and itself {on_itself:.2f}, "
         f"and only {', '.join(own_best)} gives itself the most. In the other heads "
-        f"but head 3, a word gives [CLS] and [SEP] together {min(others):.2f} to "
+        f"but heads 2 and 3, a word gives [CLS] and [SEP] together {min(others):.2f} to "
         f"{max(others):.2f} of its weight on average (head 3: {resting[3]:.2f}). A "
         'few single cells are bright too, such as "old" to "man" in head 4 '
         f'({weights[4, old, old + 1]:.2f}) and "old" to "the" in head 5 '
