@@ -4,8 +4,9 @@ It runs ``python -m opbyop.train`` by steps and seed, so anyone can rebuild
 it, then copies the Hugging Face folder it wrote (config, weights, the
 byte-level tokenizer's files, and ``log.json``, without the optimiser's
 state) into ``src/opbyop/data/model/`` and prints the weights' SHA-256 for
-``opbyop.gpt``. It took about 40 minutes on 2 cores; the log records the
-machine. Run it on a quiet machine, with OPENBLAS_CORETYPE unset::
+``opbyop.gpt``. On 2 quiet cores it trains about 3.4 steps a second; the
+log records the machine. Run it on a quiet machine, with OPENBLAS_CORETYPE
+unset::
 
     env -u OPENBLAS_CORETYPE .venv/bin/python tools/train_shipped_model.py
 
@@ -27,8 +28,8 @@ RUN = ROOT / "runs" / "shipped"
 SHIPPED = ROOT / "src" / "opbyop" / "data" / "model"
 FILES = ("config.json", "model.safetensors", "vocab.json", "merges.txt")
 
-# The sweep's recipe (benchmarks/results/sweep.json), with a context of 256
-# so the model can write 200 tokens after a prompt, trained for longer.
+# The default recipe (opbyop.train.Recipe), with a context of 256 so the
+# model can write 200 tokens after a prompt, trained for longer.
 SETTINGS = ["--steps", "10000", "--seed", "0", "--context", "256"]
 
 
