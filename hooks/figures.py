@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from mkdocs.structure.files import File, Files
@@ -468,3 +469,56 @@ def episode_7_search() -> str:
         f"{len(labels)} sentences of the corpus, colours from "
         f"{EPISODE_7_RANGE[0]} to {EPISODE_7_RANGE[1]}. " + " ".join(rows),
     )
+
+
+# ---------------------------------------------------------------- performance
+
+SWEEP = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "sweep.json"
+
+
+def sweep_curves() -> tuple[list[float], dict[str, list[float]]]:
+    """The sweep's 5-minute runs, best first: bits per byte on the validation
+    sample against minutes, each run's curve read at the first run's times."""
+    import json
+
+    import numpy as np
+
+    runs = json.loads(SWEEP.read_text(encoding="utf-8"))["runs"]
+    confirmed = sorted(
+        (run for run in runs if run["phase"] == "confirm"),
+        key=lambda run: run["validation_bits_per_byte"],
+    )[:4]
+    # From the first minute on: the untrained 8 bits would flatten the rest.
+    minutes = [t / 60 for _, t, _ in confirmed[0]["validation_curve"] if t >= 60]
+    curves = {}
+    for run in confirmed:
+        curve = np.array(run["validation_curve"])
+        name = f"{run['name']} ({run['parameters'] / 1e6:.2f} M)"
+        curves[name] = np.interp(minutes, curve[:, 1] / 60, curve[:, 2]).round(2).tolist()
+    return minutes, curves
+
+
+def sweep_alt(curves: dict[str, list[float]]) -> str:
+    """The alt text: each run's curve from its first point to its last."""
+    ends = "; ".join(
+        f"{name}, from {values[0]:.2f} to {values[-1]:.2f}" for name, values in curves.items()
+    )
+    return (
+        "Line chart: bits per byte on the validation sample against minutes of "
+        f"training, from 1 to 5 minutes, for the sweep's 5-minute runs: {ends}."
+    )
+
+
+@figure("figures/performance-sweep.svg")
+def performance_sweep() -> str:
+    from opbyop.plot import line_chart, svg
+
+    minutes, curves = sweep_curves()
+    drawing = line_chart(
+        minutes,
+        curves,
+        title="Five minutes of training, one setting changed each",
+        x_label="minutes of training",
+        y_label="bits per byte, validation sample",
+    )
+    return svg(drawing, sweep_alt(curves))
