@@ -41,8 +41,10 @@ train, validation = corpus.load()  # the shipped text, its SHA-256 checked
 assert "def " in train and "class " in validation
 from opbyop import bpe  # and regex
 assert bpe.BytePairs.train("aaabdaaabac", 259).encode("aaab") == [258]
-from opbyop import train  # and tqdm
-assert train.DEFAULT_CONFIG.vocab_size == 256
+from opbyop import gpt, train  # and tqdm
+model = gpt.load()  # the shipped model, its SHA-256 checked
+assert (model.folder / "log.json").is_file()
+assert len(model.write("def ", 8)) > 0
 print("ok")
 """
 
@@ -76,6 +78,8 @@ def test_the_wheel_carries_the_data_and_the_licences(dist: Path) -> None:
     for corpus_file in ["corpus_train.txt.xz", "corpus_validation.txt.xz", "corpus_manifest.tsv"]:
         assert f"opbyop/data/{corpus_file}" in names, corpus_file
     assert "opbyop/scratch/byte_pairs.py" in names
+    for model_file in ["config.json", "model.safetensors", "vocab.json", "merges.txt", "log.json"]:
+        assert f"opbyop/data/model/{model_file}" in names, model_file
     info = next(name.split("/")[0] for name in names if name.endswith(".dist-info/METADATA"))
     for licence in LICENCES:
         assert f"{info}/licenses/{licence}" in names, licence

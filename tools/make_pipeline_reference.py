@@ -14,7 +14,7 @@ character, without ``transformers``.
 
 The small folder is trained first if it is missing::
 
-    python -m opbyop.train --steps 300 --seed 0 --context 64 --n-layers 2 \\
+    python -m opbyop.train --steps 1500 --seed 0 --context 64 --n-layers 2 \\
         --n-heads 2 --d-model 32 --out tests/data/pipeline_tiny
 
 Run it with a Python that has PyTorch and transformers (any venv with
@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "data" / "pipeline_reference.json"
 TINY = ROOT / "tests" / "data" / "pipeline_tiny"
 TINY_RUN = [
-    "--steps", "300", "--seed", "0", "--context", "64", "--n-layers", "2",
+    "--steps", "1500", "--seed", "0", "--context", "64", "--n-layers", "2",
     "--n-heads", "2", "--d-model", "32",
 ]  # fmt: skip
 FOLDERS = {

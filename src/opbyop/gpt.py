@@ -54,12 +54,14 @@ References
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import itertools
 import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache, partial
+from importlib.resources import files
 from numbers import Integral, Real
 from pathlib import Path
 
@@ -1667,12 +1669,17 @@ _HF_SIZES = {
 _IGNORED = (".attn.bias", ".attn.masked_bias")  # old checkpoints' mask buffers
 
 
-def load(folder: str | Path) -> Model:
+def load(folder: str | Path | None = None) -> Model:
     """Read a GPT-2 folder: one `save` wrote, or a real GPT-2 checkpoint.
+
+    With no folder, the model the package ships: a byte-level GPT trained
+    on `opbyop.corpus` by `opbyop.train` (``tools/train_shipped_model.py``
+    rebuilds it), its weights checked by SHA-256. Its folder
+    (`Model.folder`) also holds ``log.json``, the run's log.
 
     Parameters
     ----------
-    folder : str or pathlib.Path
+    folder : str or pathlib.Path, optional
         Holds ``config.json`` and ``model.safetensors``, for example a
         Hugging Face cache snapshot of ``gpt2``. Names with or without the
         ``transformer.`` prefix are read; ``attn.bias`` mask buffers are
@@ -1688,7 +1695,8 @@ def load(folder: str | Path) -> Model:
     FileNotFoundError
         If the folder or one of its two files is missing.
     ValueError
-        If ``config.json`` is malformed or describes another architecture,
+        If the shipped weights' SHA-256 is not the one recorded, or
+        ``config.json`` is malformed or describes another architecture,
         or ``model.safetensors`` is truncated, malformed, lacks a tensor or
         has one of the wrong shape (the message names the file or tensor).
 
@@ -1700,7 +1708,14 @@ def load(folder: str | Path) -> Model:
     >>> model = gpt.load(gpt.save(params, tempfile.mkdtemp()))
     >>> model.config
     Config(vocab_size=10, context=8, n_layers=1, n_heads=2, d_model=4)
+
+    The shipped model, byte-level, with a context of 256:
+
+    >>> gpt.load().config
+    Config(vocab_size=256, context=256, n_layers=4, n_heads=4, d_model=128)
     """
+    if folder is None:
+        return _shipped()
     if not isinstance(folder, (str, Path)):
         raise TypeError(
             f"folder must be a str or Path, got {type(folder).__name__}"
@@ -1723,6 +1738,26 @@ def load(folder: str | Path) -> Model:
         tokenizer = BytePairs.from_files(vocab_json, merges_txt)
         _check_tokenizer(tokenizer, config, str(vocab_json))
     return Model(params, tokenizer=tokenizer, folder=path)
+
+
+# The shipped model's weights, as tools/train_shipped_model.py printed it.
+_SHIPPED_SHA256 = (
+    "6b3b9efe90393788a704ba25f2578fbc594b31ee2d3aa7d8aa2828ed61da063e"
+)
+
+
+def _shipped() -> Model:
+    """The model in the package's data folder, its weights checked."""
+    folder = Path(str(files("opbyop") / "data" / "model"))
+    digest = hashlib.sha256(
+        (folder / "model.safetensors").read_bytes()
+    ).hexdigest()
+    if digest != _SHIPPED_SHA256:
+        raise ValueError(
+            f"{folder / 'model.safetensors'} is damaged: its SHA-256 is "
+            f"{digest}, not {_SHIPPED_SHA256}; reinstall opbyop"
+        )
+    return load(folder)
 
 
 def _text_pieces(tokenizer: BytePairs, ids: Iterable[int]) -> Iterator[str]:
