@@ -28,7 +28,7 @@ def _check_data(data: bytes, name: str = "data") -> None:
 
 # --8<-- [start:count_next_bytes]
 def count_next_bytes(data: bytes) -> list[list[int]]:  # -> [256, 256]
-    """counts[a][b]: how often byte b comes right after byte a."""
+    """``counts[a][b]``: how often byte b comes right after byte a."""
     _check_data(data)
     counts = [[0] * 256 for _ in range(256)]
     for a, b in pairwise(data):  # each byte and the one after it
