@@ -490,7 +490,9 @@ def episode_8_ladder() -> dict[str, float]:
     table = bigram.probabilities(bigram.counts(train_text))
     results = EPISODE_8_ROOT / "benchmarks" / "results" / "train_5min.json"
     five_minutes = json.loads(results.read_text(encoding="utf-8"))
-    shipped = json.loads((gpt.load().folder / "log.json").read_text(encoding="utf-8"))
+    folder = gpt.load().folder
+    assert folder is not None  # the shipped model always has its folder
+    shipped = json.loads((folder / "log.json").read_text(encoding="utf-8"))
     return {
         "uniform": bigram.bits_per_byte(np.full((256, 256), 1 / 256), held_out),
         "unigram": bigram.bits_per_byte(unigram, held_out),

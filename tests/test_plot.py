@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from matplotlib.colors import to_hex, to_rgb
+from matplotlib.patches import Rectangle
 
 from opbyop.plot import (
     BOX_COLOURS,
@@ -312,7 +313,7 @@ def test_a_line_chart_refuses_curves_that_do_not_fit(
 def test_a_bar_chart_draws_each_value_top_down_with_its_number() -> None:
     figure = bar_chart({"first": 8.0, "second": 3.42}, title="T", value_label="bits")
     axes = figure.axes[0]
-    widths = [bar.get_width() for bar in axes.patches]
+    widths = [bar.get_width() for bar in axes.patches if isinstance(bar, Rectangle)]
     assert widths == [8.0, 3.42]
     assert [t.get_text() for t in axes.get_yticklabels()] == ["first", "second"]
     assert axes.yaxis_inverted()  # the first value on top

@@ -400,7 +400,7 @@ def bar_chart(
         figure = Figure(figsize=(6.0, height), facecolor="white", layout="constrained")
         axes = figure.add_subplot()
         axes.barh(rows, lengths, color=LINE_COLOURS[0], height=0.6)
-        for row, length in zip(rows, lengths, strict=True):
+        for row, length in enumerate(lengths.tolist()):
             axes.text(length, row, f" {length:.{decimals}f}", va="center", ha="left")
         axes.set_yticks(rows, names)
         axes.invert_yaxis()  # the first value on top
