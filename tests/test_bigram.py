@@ -9,9 +9,11 @@ frequencies.
 
 from __future__ import annotations
 
+import ast
 import math
 from collections import Counter
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -194,3 +196,14 @@ def test_bad_input_is_refused_by_name(call: Any, error: type, message: str) -> N
 def test_scratch_refuses_bad_input_by_name(call: Any, error: type, message: str) -> None:
     with pytest.raises(error, match=message):
         call()
+
+
+def test_the_scratch_module_imports_only_the_standard_library() -> None:
+    source = Path(next_token.__file__).read_text(encoding="utf-8")
+    imported = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add(node.module or "")
+    assert imported == {"itertools", "math", "random"}
