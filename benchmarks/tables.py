@@ -9,7 +9,8 @@ Usage::
 The last form rewrites that run's tables in the page: those between
 ``<!-- table: DTYPE KIND -->`` and ``<!-- end table -->`` for a run of
 benchmarks/attention.py, ``<!-- table: BENCHMARK KIND -->`` for one of
-benchmarks/minilm.py, train_step.py, generate.py or bpe.py (BENCHMARK is
+benchmarks/minilm.py, train_step.py, generate.py, bpe.py, sweep.py or
+train_5min.py (BENCHMARK is
 the script's name); the other benchmarks' tables are left as they are.
 docs/performance.md checks that it holds exactly the tables of the committed
 results, so its numbers are the runs'.
@@ -351,6 +352,49 @@ def bpe_train_table(run: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _sweep_table(run: dict[str, Any], phase: str) -> str:
+    lines = [
+        "| run | parameters | steps | bits per byte | load before, after |",
+        "|:--|--:|--:|--:|:--|",
+    ]
+    rows = [r for r in run["runs"] if r["phase"] == phase]
+    for row in sorted(rows, key=lambda r: r["validation_bits_per_byte"]):
+        cells = [row["name"], f"{row['parameters'] / 1e6:.2f} M", f"{row['steps']:,}"]
+        cells += [f"{row['validation_bits_per_byte']:.3f}"]
+        cells += [f"{row['load_before'][0]:.2f}, {row['load_after'][0]:.2f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def sweep_screen_table(run: dict[str, Any]) -> str:
+    """The 1-minute screens, best first: one setting changed from the default each."""
+    return _sweep_table(run, "screen")
+
+
+def sweep_confirm_table(run: dict[str, Any]) -> str:
+    """The 5-minute runs of the best screens, best first."""
+    return _sweep_table(run, "confirm")
+
+
+def train_5min_table(run: dict[str, Any]) -> str:
+    """The recorded 5-minute run of the default recipe, against its target."""
+    final, spent, config = run["final"], run["spent"], run["config"]
+    bits = final["validation_bits_per_byte"]
+    verdict = "met" if bits <= 2.0 else "missed"
+    size = f"{config['n_layers']} layers \N{MULTIPLICATION SIGN} {config['d_model']}"
+    overhead = (spent["sampling"] + spent["logging"]) / spent["step"]
+    lines = [
+        "| model | context | steps | minutes | bits per byte | target "
+        "| sampling and logging | load before, after |",
+        "|:--|--:|--:|--:|--:|:--|--:|:--|",
+        f"| {size}, {run['parameters'] / 1e6:.2f} M | {config['context']} "
+        f"| {final['step']:,} | {final['seconds'] / 60:.1f} | {bits:.3f} "
+        f"| \N{LESS-THAN OR EQUAL TO} 2.0: {verdict} | {overhead:.1%} of the step "
+        f"| {run['load_before'][0]:.2f}, {run['load_after'][0]:.2f} |",
+    ]
+    return "\n".join(lines)
+
+
 TABLES = {
     "times": time_table,
     "ratios": ratio_table,
@@ -373,13 +417,19 @@ BENCHMARK_TABLES = {
     },
     "generate": {"tokens": generate_table, "lengths": generate_lengths_table},
     "bpe": {"encode": bpe_encode_table, "train": bpe_train_table},
+    "sweep": {"screen": sweep_screen_table, "confirm": sweep_confirm_table},
+    "train_5min": {"run": train_5min_table},
 }
 # A marked table, or an empty pair of markers (a table not yet written).
 MARKED = re.compile(r"<!-- table: (\w+) (\w+) -->\n(?:[^\n]*\n)*?<!-- end table -->")
 
 
 def benchmark_of(results: dict[str, Any]) -> str:
-    """Which script made `results`: attention, minilm, train_step, generate or bpe."""
+    """Which script made `results`: attention, minilm, train_step, generate, bpe, sweep..."""
+    if "default" in results and "runs" in results:
+        return "sweep"
+    if "final" in results and "command" in results:
+        return "train_5min"
     if "rows" in results:
         return "attention"
     if "steps" in results:

@@ -59,7 +59,6 @@ import itertools
 import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from functools import cache, partial
 from importlib.resources import files
 from numbers import Integral, Real
@@ -107,7 +106,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from opbyop import sampling
-from opbyop._threads import blas_threads, usable_cores
+from opbyop._threads import blas_threads, pool, usable_cores
 from opbyop.bpe import BytePairs
 from opbyop.heads import merge_heads, split_heads
 from opbyop.layers import (
@@ -1104,19 +1103,16 @@ def loss_and_grads(
     shares = _shares(ids.shape[0], ids.size * params.config.d_model)
     if len(shares) == 1:
         return forward_backward(params, ids, targets)
+    rows = ids.shape[0]
     with blas_threads(1):
         helpers = [
-            _pool().submit(forward_backward, params, ids[s], targets[s])
+            pool().submit(_share, params, ids[s], targets[s], rows)
             for s in shares[1:]
         ]
-        first = forward_backward(params, ids[shares[0]], targets[shares[0]])
+        first = _share(params, ids[shares[0]], targets[shares[0]], rows)
         results = [first] + [helper.result() for helper in helpers]
-    weights = [(s.stop - s.start) / ids.shape[0] for s in shares]
-    loss = sum(
-        w * share_loss
-        for w, (share_loss, _) in zip(weights, results, strict=True)
-    )
-    return loss, _weighted_sum([g for _, g in results], weights)
+    loss = sum(share_loss for share_loss, _ in results)
+    return loss, _add_into(first[1], [grads for _, grads in results[1:]])
 
 
 # --8<-- [end:loss_and_grads]
@@ -1134,28 +1130,38 @@ def _shares(rows: int, size: int) -> list[slice]:
     return [slice(a, b) for a, b in itertools.pairwise(cuts)]
 
 
-@cache
-def _pool() -> ThreadPoolExecutor:
-    """Threads for the other cores, started once (idle, they cost nothing)."""
-    return ThreadPoolExecutor(max(usable_cores() - 1, 1), "opbyop-gpt")
+def _share(
+    params: Params, ids: Array, targets: Array, rows: int
+) -> tuple[float, Params]:
+    """One share's loss and gradients, weighted by its part of the batch.
+
+    Each share weights its own gradients, on its own core: all that is left
+    to do on one core is to add them up.
+    """
+    loss, grads = forward_backward(params, ids, targets)
+    weight = ids.shape[0] / rows
+    for grad in _arrays(grads):
+        grad *= weight  # in place: the share's grads are ours; float32 stays
+    return weight * loss, grads
 
 
-def _weighted_sum(trees: list[Any], weights: list[float]) -> Any:
-    """``sum(w * tree)`` array by array, for trees shaped as `Params`."""
-    first = trees[0]
-    if isinstance(first, np.ndarray):  # in place: the shares' grads are ours
-        out = np.multiply(first, weights[0], out=first)  # float32 stays
-        for tree, weight in zip(trees[1:], weights[1:], strict=True):
-            tree *= weight
-            out += tree
-        return out
-    if isinstance(first, Config):
-        return first
-    parts = [
-        _weighted_sum([tree[i] for tree in trees], weights)
-        for i in range(len(first))
-    ]
-    return type(first)(*parts) if hasattr(first, "_fields") else tuple(parts)
+def _arrays(tree: Any) -> Iterator[Array]:
+    """The arrays of a tree shaped as `Params`, in order."""
+    if isinstance(tree, np.ndarray):
+        yield tree
+    elif not isinstance(tree, Config):
+        for part in tree:
+            yield from _arrays(part)
+
+
+def _add_into(first: Params, others: list[Params]) -> Params:
+    """``first + sum(others)``, array by array, in place into `first`."""
+    for total, *parts in zip(
+        _arrays(first), *map(_arrays, others), strict=True
+    ):
+        for part in parts:
+            total += part
+    return first
 
 
 # glibc's mallopt parameters (malloc.h).

@@ -45,7 +45,6 @@ import importlib.util
 import json
 import math
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
@@ -54,7 +53,7 @@ from typing import Protocol
 import safetensors.numpy
 
 from opbyop import ops  # attention_weights, for model.trace
-from opbyop._threads import blas_threads, usable_cores
+from opbyop._threads import blas_threads, pool, usable_cores
 from opbyop.heads import split_heads
 from opbyop.tokenizer import WordPiece
 
@@ -539,7 +538,7 @@ class MiniLM:
             return run(shares[0])
         out = np.empty((len(ids), HIDDEN_SIZE), dtype=np.float32)
         with blas_threads(1):
-            helpers = [_pool().submit(run, share) for share in shares[1:]]
+            helpers = [pool().submit(run, share) for share in shares[1:]]
             out[shares[0]] = run(shares[0])  # this thread works too
             for share, helper in zip(shares[1:], helpers, strict=True):
                 out[share] = helper.result()
@@ -618,12 +617,6 @@ def _shares(lengths: list[int], workers: int) -> list[list[int]]:
         else:
             low = cap + 1
     return runs(high)
-
-
-@cache
-def _pool() -> ThreadPoolExecutor:
-    """Threads for the other cores, started once (idle, they cost nothing)."""
-    return ThreadPoolExecutor(max(usable_cores() - 1, 1), "opbyop-minilm")
 
 
 def pad(

@@ -36,6 +36,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from opbyop._threads import on_every_core
+
 __all__ = ["AdamW", "clip_grad_norm", "lr_schedule", "named_arrays"]
 
 Array = NDArray[Any]
@@ -222,8 +224,12 @@ class AdamW:
                     f"the parameter {param.dtype}"
                 )
         self.steps += 1
-        for path, param in self.params.items():
-            self._update(param, found[path], path)
+        # The update is element-wise: the cores share the parameters out.
+        on_every_core(
+            lambda path: self._update(self.params[path], found[path], path),
+            list(self.params),
+            [param.size for param in self.params.values()],
+        )
 
     def _update(self, p: Array, g: Array, path: str) -> None:
         """One AdamW step for one parameter, in place."""
