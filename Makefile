@@ -48,6 +48,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/train_step.py --torch-python $(TORCH_PYTHON)
 	$(BIN)/python benchmarks/bpe.py --other-python $(TORCH_PYTHON)
 	$(BIN)/python benchmarks/generate.py --torch-python $(TORCH_PYTHON)
+	$(BIN)/python benchmarks/train_5min.py
 
 # Re-resolve every dependency to its newest allowed release and pin the result.
 # Resolved on the oldest supported Python, so the pins install on every

@@ -426,7 +426,7 @@ MARKED = re.compile(r"<!-- table: (\w+) (\w+) -->\n(?:[^\n]*\n)*?<!-- end table 
 
 def benchmark_of(results: dict[str, Any]) -> str:
     """Which script made `results`: attention, minilm, train_step, generate, bpe, sweep..."""
-    if "default" in results and "runs" in results:
+    if "start" in results and "runs" in results:
         return "sweep"
     if "final" in results and "command" in results:
         return "train_5min"
