@@ -471,6 +471,56 @@ def episode_7_search() -> str:
     )
 
 
+# ---------------------------------------------------------------- episode 8
+
+EPISODE_8_ROOT = Path(__file__).resolve().parents[1]  # the repository
+
+
+def episode_8_ladder() -> dict[str, float]:
+    """Bits per byte on the held-out text: counted here, or from the logs."""
+    import json
+
+    import numpy as np
+
+    from opbyop import bigram, corpus, gpt
+
+    train_text, held_out = corpus.load()
+    byte_counts = np.bincount(np.frombuffer(train_text.encode(), np.uint8), minlength=256)
+    unigram = np.tile((byte_counts + 1) / (byte_counts + 1).sum(), (256, 1))
+    table = bigram.probabilities(bigram.counts(train_text))
+    results = EPISODE_8_ROOT / "benchmarks" / "results" / "train_5min.json"
+    five_minutes = json.loads(results.read_text(encoding="utf-8"))
+    folder = gpt.load().folder
+    assert folder is not None  # the shipped model always has its folder
+    shipped = json.loads((folder / "log.json").read_text(encoding="utf-8"))
+    return {
+        "uniform": bigram.bits_per_byte(np.full((256, 256), 1 / 256), held_out),
+        "unigram": bigram.bits_per_byte(unigram, held_out),
+        "bigram": bigram.bits_per_byte(table, held_out),
+        "GPT, 5 minutes": five_minutes["final"]["validation_bits_per_byte"],
+        "GPT, shipped": shipped["final"]["validation_bits_per_byte"],
+    }
+
+
+def episode_8_ladder_alt(ladder: dict[str, float]) -> str:
+    """The alt text: every rung, with its number (the page quotes it)."""
+    rungs = ", ".join(f"{name} {bits:.2f}" for name, bits in ladder.items())
+    return f"The loss ladder, in bits per byte on the held-out text: {rungs}."
+
+
+@figure("figures/08-loss-ladder.svg")
+def episode_8_loss_ladder() -> str:
+    from opbyop.plot import bar_chart, svg
+
+    ladder = episode_8_ladder()
+    drawing = bar_chart(
+        ladder,
+        title="The loss ladder: bits per byte on the held-out files",
+        value_label="bits per byte (lower is better)",
+    )
+    return svg(drawing, episode_8_ladder_alt(ladder))
+
+
 # ---------------------------------------------------------------- performance
 
 SWEEP = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "sweep.json"

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from matplotlib.colors import to_hex, to_rgb
+from matplotlib.patches import Rectangle
 
 from opbyop.plot import (
     BOX_COLOURS,
@@ -20,6 +21,7 @@ from opbyop.plot import (
     Picture,
     attention_heads,
     attention_heatmap,
+    bar_chart,
     block_diagram,
     line_chart,
     mask_grid,
@@ -303,6 +305,33 @@ def test_a_line_chart_refuses_curves_that_do_not_fit(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         line_chart(x, lines)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- bar_chart
+
+
+def test_a_bar_chart_draws_each_value_top_down_with_its_number() -> None:
+    figure = bar_chart({"first": 8.0, "second": 3.42}, title="T", value_label="bits")
+    axes = figure.axes[0]
+    widths = [bar.get_width() for bar in axes.patches if isinstance(bar, Rectangle)]
+    assert widths == [8.0, 3.42]
+    assert [t.get_text() for t in axes.get_yticklabels()] == ["first", "second"]
+    assert axes.yaxis_inverted()  # the first value on top
+    assert [t.get_text().strip() for t in axes.texts] == ["8.00", "3.42"]
+    assert (axes.get_title(), axes.get_xlabel()) == ("T", "bits")
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({}, "at least one bar"),
+        ({"a": -1.0}, "finite and >= 0"),
+        ({"a": float("inf")}, "finite and >= 0"),
+    ],
+)
+def test_a_bar_chart_refuses_values_it_cannot_draw(values: dict[str, float], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        bar_chart(values)
 
 
 # ---------------------------------------------------------- similarity_heatmap

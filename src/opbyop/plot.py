@@ -35,6 +35,7 @@ __all__ = [
     "Picture",
     "attention_heads",
     "attention_heatmap",
+    "bar_chart",
     "block_diagram",
     "line_chart",
     "mask_grid",
@@ -348,6 +349,67 @@ def similarity_heatmap(
             axes.set_title(title)
         figure.colorbar(image, ax=axes, label=value_label)
         figure.set_layout_engine("tight")
+    return figure
+
+
+def bar_chart(
+    values: Mapping[str, float],
+    *,
+    title: str = "",
+    value_label: str = "",
+    decimals: int = 2,
+) -> Figure:  # {name: value} -> a figure
+    """Draw one horizontal bar per value, top to bottom, each value written in.
+
+    Parameters
+    ----------
+    values : mapping of str to float
+        Each bar's label and its length, in the order drawn from the top;
+        each finite and at least 0.
+    title, value_label : str
+        The title, and the label of the axis the values run along.
+    decimals : int, default 2
+        How many decimals the value written beside each bar shows.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure, not attached to pyplot: pass it to `svg` or `picture`.
+
+    Raises
+    ------
+    ValueError
+        If there are no values, or a value is negative or not finite.
+
+    Examples
+    --------
+    >>> from opbyop.plot import bar_chart, svg
+    >>> figure = bar_chart({"guess": 8.0, "count": 3.4}, value_label="bits")
+    >>> svg(figure, "Two bars: 8.0 and 3.4.").startswith("<svg")
+    True
+    """
+    if not values:
+        raise ValueError("bar_chart: values needs at least one bar, got none")
+    lengths = np.array([float(v) for v in values.values()], dtype=np.float64)
+    if not (np.isfinite(lengths) & (lengths >= 0)).all():
+        raise ValueError(f"bar_chart: every value must be finite and >= 0, got {lengths.tolist()}")
+    names = list(values)
+    rows = np.arange(len(names))
+    with mpl.rc_context(_STYLE):
+        height = 1.0 + 0.55 * len(names)
+        figure = Figure(figsize=(6.0, height), facecolor="white", layout="constrained")
+        axes = figure.add_subplot()
+        axes.barh(rows, lengths, color=LINE_COLOURS[0], height=0.6)
+        for row, length in enumerate(lengths.tolist()):
+            axes.text(length, row, f" {length:.{decimals}f}", va="center", ha="left")
+        axes.set_yticks(rows, names)
+        axes.invert_yaxis()  # the first value on top
+        axes.set_xlim(0.0, lengths.max() * 1.15 or 1.0)
+        axes.grid(True, axis="x", color="0.9")
+        axes.set_axisbelow(True)
+        axes.set_xlabel(value_label)
+        if title:
+            axes.set_title(title)
     return figure
 
 

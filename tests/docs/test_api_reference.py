@@ -9,6 +9,7 @@ import pytest
 from site_build import ROOT
 
 import opbyop
+import opbyop.bigram
 import opbyop.bpe
 import opbyop.corpus
 import opbyop.gpt
@@ -49,6 +50,7 @@ PACKAGES = {
         opbyop.bpe,
         opbyop.gpt,
         opbyop.train,
+        opbyop.bigram,
     )
 }
 

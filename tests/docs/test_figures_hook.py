@@ -144,3 +144,10 @@ def test_the_search_figure_draws_sentences_the_reference_holds() -> None:
     groups = json.loads((ROOT / "tests" / "data" / "minilm_sentences.json").read_text("utf-8"))
     assert groups["queries"] == figures_hook.EPISODE_7_QUERIES
     assert set(figures_hook.EPISODE_7_SENTENCES.values()) <= set(groups["corpus"])
+
+
+def test_the_loss_ladder_figure_has_the_alt_text_the_page_gives_it() -> None:
+    title = ET.fromstring(figures_hook.FIGURES["figures/08-loss-ladder.svg"]())[0].text or ""
+    assert "bigram 3.42" in title
+    page = (ROOT / "docs" / "episodes" / "08-guess-the-next-token.md").read_text(encoding="utf-8")
+    assert f"![{title}](../figures/08-loss-ladder.svg)" in page

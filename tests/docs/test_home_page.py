@@ -8,9 +8,9 @@ from html.parser import HTMLParser
 from docs_harness import render_markdown
 from site_build import ROOT
 
-# Every episode, by number. The home page lists each once, under "Episodes"
-# once its page exists and under "Coming next" until then, each with the
-# number it has in the series.
+# Every episode, by number. The home page lists each once, under its part
+# once its page exists (under a "Coming next" heading, if any, until then),
+# each with the number it has in the series.
 EPISODES = {
     1: "Attention is four operations",
     2: "Where Q, K and V come from",
@@ -19,6 +19,7 @@ EPISODES = {
     5: "Words to tokens, and where they stand",
     6: "The transformer block",
     7: "The whole model, by hand",
+    8: "Guess the next token",
 }
 
 

@@ -14,6 +14,8 @@ One module per episode, each importing nothing but the standard library
 - `opbyop.scratch.embeddings`: episode 5, the input vectors: a token's word
   row plus its position's row.
 - `opbyop.scratch.block`: episode 6, layer norm and GELU.
+- `opbyop.scratch.next_token`: episode 8, guess the next token: a model
+  that counts which byte follows which, and its bits per byte.
 - `opbyop.scratch.byte_pairs`: episode 12, byte pairs: merges learned from
   text, and text encoded with them (with ``regex`` for GPT-2's pattern).
 
@@ -51,6 +53,14 @@ from opbyop.scratch.masks import (
     masked_attention,
     masked_softmax,
 )
+from opbyop.scratch.next_token import (
+    Table,
+    add_one,
+    bits_per_byte,
+    count_next_bytes,
+    sample_bytes,
+    with_temperature,
+)
 from opbyop.scratch.projections import linear
 
 __all__ = [
@@ -58,9 +68,13 @@ __all__ = [
     "Mask",
     "Matrix",
     "Pair",
+    "Table",
     "Vector",
+    "add_one",
     "attention",
+    "bits_per_byte",
     "causal_mask",
+    "count_next_bytes",
     "count_pairs",
     "decode_ids",
     "embed",
@@ -74,10 +88,12 @@ __all__ = [
     "merge_heads",
     "merge_pair",
     "multi_head_attention",
+    "sample_bytes",
     "scale",
     "softmax",
     "split_heads",
     "split_pieces",
     "train_merges",
     "transpose",
+    "with_temperature",
 ]
