@@ -9,10 +9,11 @@ whole held-out split) wins and becomes the default
 (``opbyop.train.DEFAULT_CONFIG`` and ``Recipe``).
 
 The results go to ``benchmarks/results/sweep.json`` after every run, and a
-run already there is skipped, so the sweep resumes where it stopped:
+run already there is skipped, so the sweep resumes where it stopped (move
+the committed file aside to run the sweep afresh):
 
     .venv/bin/python benchmarks/sweep.py --phase screen
-    .venv/bin/python benchmarks/sweep.py --phase confirm --only base wide
+    .venv/bin/python benchmarks/sweep.py --phase confirm --only base "batch 4"
 
 Run it on a quiet machine, with OPENBLAS_CORETYPE unset: a busy core makes
 every run take fewer steps, which is the very thing the sweep compares.

@@ -385,7 +385,7 @@ def train_5min_table(run: dict[str, Any]) -> str:
     overhead = (spent["sampling"] + spent["logging"]) / spent["step"]
     lines = [
         "| model | context | steps | minutes | bits per byte | target "
-        "| sampling and logging | load before, after |",
+        "| batches and logging | load before, after |",
         "|:--|--:|--:|--:|--:|:--|--:|:--|",
         f"| {size}, {run['parameters'] / 1e6:.2f} M | {config['context']} "
         f"| {final['step']:,} | {final['seconds'] / 60:.1f} | {bits:.3f} "

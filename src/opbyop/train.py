@@ -66,7 +66,7 @@ Array = NDArray[Any]
 
 #: The model `python -m opbyop.train` trains: 2 layers, 64 wide (0.12 M
 #: parameters), a context of 128. ``benchmarks/sweep.py`` chose it: in 5
-#: minutes on 2 cores it takes about 4 times the steps of nanoGPT's CPU size
+#: minutes on 2 cores it takes about 3 times the steps of nanoGPT's CPU size
 #: (4 layers of 128), and ends lower on the held-out files.
 DEFAULT_CONFIG = gpt.Config(
     vocab_size=256, context=128, n_layers=2, n_heads=4, d_model=64

@@ -62,6 +62,8 @@ def project(tmp_path: Path) -> Path:
     for folder in ["hooks", "overrides"]:  # the hooks and theme overrides mkdocs.yml names
         if (ROOT / folder).is_dir():
             shutil.copytree(ROOT / folder, tmp_path / folder)
+    # the recorded runs some figures read (the loss ladder, the sweep)
+    shutil.copytree(ROOT / "benchmarks" / "results", tmp_path / "benchmarks" / "results")
     (tmp_path / "tests").mkdir()
     for name in ["docs_harness.py", "site_build.py"]:
         shutil.copy(ROOT / "tests" / name, tmp_path / "tests" / name)
