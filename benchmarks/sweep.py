@@ -4,9 +4,9 @@ Each run is ``python -m opbyop.train --minutes M`` on the corpus, with one
 setting changed from where the sweep starts (``START``: 4 layers of 128,
 a context of 128, and ``opbyop.train.Recipe``'s defaults). Screens take 1
 minute each and change one factor at a time: the model's size, the batch
-and context, the learning rate. The best few are then run for 5 minutes. The lowest validation bits per byte (on the
-whole held-out split) wins and becomes the default
-(``opbyop.train.DEFAULT_CONFIG`` and ``Recipe``).
+and context, the learning rate. The best few are then run for 5 minutes.
+The lowest validation bits per byte (on the whole held-out split) wins and
+becomes the default (``opbyop.train.DEFAULT_CONFIG`` and ``Recipe``).
 
 The results go to ``benchmarks/results/sweep.json`` after every run, and a
 run already there is skipped, so the sweep resumes where it stopped (move
