@@ -436,8 +436,10 @@ def forward(params: Params, ids: ArrayLike) -> Array:
     x = embed(ids, params.token_embedding, params.position_embedding)
     for block in params.blocks:
         x, _ = block_forward(x, block, params.config.n_heads)
-    x = layer_norm(x, *params.final_norm, eps=LAYER_NORM_EPS)
     # --8<-- [end:forward_body]
+    # --8<-- [start:forward_norm]
+    x = layer_norm(x, *params.final_norm, eps=LAYER_NORM_EPS)
+    # --8<-- [end:forward_norm]
     return linear(x, params.token_embedding)  # tied: the token table again
 
 
