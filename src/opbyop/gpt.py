@@ -432,10 +432,14 @@ def forward(params: Params, ids: ArrayLike) -> Array:
     """
     params = _checked_params(params)
     ids = _checked_ids(ids, params.config)
+    # --8<-- [start:forward_body]
     x = embed(ids, params.token_embedding, params.position_embedding)
     for block in params.blocks:
         x, _ = block_forward(x, block, params.config.n_heads)
+    # --8<-- [end:forward_body]
+    # --8<-- [start:forward_norm]
     x = layer_norm(x, *params.final_norm, eps=LAYER_NORM_EPS)
+    # --8<-- [end:forward_norm]
     return linear(x, params.token_embedding)  # tied: the token table again
 
 

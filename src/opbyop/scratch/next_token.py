@@ -58,7 +58,10 @@ def bits_per_byte(table: Table, data: bytes) -> float:
     _check_data(data)
     bits = 0.0
     for a, b in pairwise(data):  # each byte and the one after it
-        bits -= math.log2(table[a][b])  # the byte that came
+        p = table[a][b]  # the probability it gave the byte that came
+        if p == 0:
+            return math.inf  # a certainty proved wrong, as in NumPy
+        bits -= math.log2(p)
     return bits / len(data)
 
 
