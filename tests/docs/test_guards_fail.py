@@ -62,8 +62,11 @@ def project(tmp_path: Path) -> Path:
     for folder in ["hooks", "overrides"]:  # the hooks and theme overrides mkdocs.yml names
         if (ROOT / folder).is_dir():
             shutil.copytree(ROOT / folder, tmp_path / folder)
-    # the recorded runs some figures read (the loss ladder, the sweep)
-    shutil.copytree(ROOT / "benchmarks" / "results", tmp_path / "benchmarks" / "results")
+    # Its pages show no figure, and drawing the site's takes seconds a build.
+    (tmp_path / "hooks" / "figures.py").write_text(
+        "def on_files(files, config):  # no figures here\n    return files\n",
+        encoding="utf-8",
+    )
     (tmp_path / "tests").mkdir()
     for name in ["docs_harness.py", "site_build.py"]:
         shutil.copy(ROOT / "tests" / name, tmp_path / "tests" / name)

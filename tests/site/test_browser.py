@@ -423,7 +423,7 @@ REVEAL = """async (button) => {
 # Click every copy button from inside the page and read what it copied: one
 # round trip for the whole page (a click and a read from Python cost about
 # 0.25 s a block). The copy reaches the clipboard a moment after the click,
-# so each read waits up to a second for it.
+# so each read waits for it, up to five seconds on a busy machine.
 COPY_EVERY_BLOCK = """async () => {
   const reveal = REVEAL;
   const buttons = [...document.querySelectorAll(
@@ -433,7 +433,7 @@ COPY_EVERY_BLOCK = """async () => {
     const expected = await reveal(button);
     button.click();
     let copied = "";
-    for (let wait = 0; wait < 100 && copied === ""; wait++) {
+    for (let wait = 0; wait < 500 && copied === ""; wait++) {
       copied = await navigator.clipboard.readText();
       if (copied === "") await new Promise((done) => setTimeout(done, 10));
     }
