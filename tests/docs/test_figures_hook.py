@@ -151,3 +151,14 @@ def test_the_loss_ladder_figure_has_the_alt_text_the_page_gives_it() -> None:
     assert "bigram 3.42" in title
     page = (ROOT / "docs" / "episodes" / "08-guess-the-next-token.md").read_text(encoding="utf-8")
     assert f"![{title}](../figures/08-loss-ladder.svg)" in page
+
+
+def test_the_nudge_error_figure_has_the_alt_text_the_page_gives_it() -> None:
+    title = ET.fromstring(figures_hook.FIGURES["figures/09-nudge-error.svg"]())[0].text or ""
+    assert "float64 falls from 3e-05 to its lowest, 1e-11, at h = 1e-5" in title
+    assert "float32 falls from 3e-05 to its lowest, 6e-06, at h = 1e-2" in title
+    page = (ROOT / "docs" / "episodes" / "09-gradients-by-hand.md").read_text(encoding="utf-8")
+    assert f"![{title}](../figures/09-nudge-error.svg)" in page
+    prose = " ".join(page.split())
+    assert "float64 is best at `h = 1e-5`, off by only 1e-11" in prose
+    assert "float32 is best at `h = 1e-2`, and even there off by 6e-6" in prose
