@@ -300,7 +300,7 @@ def test_a_line_chart_in_powers_of_ten() -> None:
     svg(figure, "A V in powers of ten.")  # draws with no warning
     plain = line_chart(h, {"error": [1e-2, 1e-4, 1e-6, 1e-5]})
     assert plain.axes[0].get_yscale() == "linear"
-    with pytest.raises(ValueError, match="with log_scale, 'error' must be positive, got 0.0"):
+    with pytest.raises(ValueError, match=r"with log_scale, 'error' must be positive, got 0\.0"):
         line_chart(h, {"error": [1e-2, 0.0, 1e-6, 1e-5]}, log_scale=True)
     with pytest.raises(ValueError, match="with log_scale, 'x' must be positive"):
         line_chart([0.0, 1.0], {"error": [1.0, 2.0]}, log_scale=True)

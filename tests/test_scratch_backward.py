@@ -43,6 +43,7 @@ from opbyop.scratch import (
 SOURCE = Path(opbyop.scratch.backward.__file__).read_text(encoding="utf-8")
 RNG = np.random.default_rng(9)
 Nested = list[Any]
+TEXT: Any = "x"  # where a matrix belongs
 
 
 def numeric(loss: Callable[[], float], x: Nested, h: float = 1e-6) -> np.ndarray[Any, Any]:
@@ -86,6 +87,7 @@ def test_linear_backward_against_numpy_and_nudges() -> None:
     x, w, b = RNG.normal(size=(3, 4)), RNG.normal(size=(5, 4)), RNG.normal(size=5)
     r = RNG.normal(size=(3, 5))
     dx, dw, db = linear_backward(r.tolist(), x.tolist(), w.tolist())
+    got: Any
     for got, want in zip((dx, dw, db), opbyop.linear_backward(r, x, w), strict=True):
         assert_allclose(got, want, rtol=1e-13, atol=1e-14)
     xs, ws, bs = x.tolist(), w.tolist(), b.tolist()
@@ -125,6 +127,7 @@ def test_layer_norm_backward_against_numpy_and_nudges() -> None:
     x = RNG.normal(size=(3, 6)) * 2 + 1
     w, b, r = RNG.normal(size=6), RNG.normal(size=6), RNG.normal(size=(3, 6))
     got = layer_norm_backward(r.tolist(), x.tolist(), w.tolist())
+    part: Any
     for part, want in zip(got, opbyop.layer_norm_backward(r, x, w), strict=True):
         assert_allclose(part, want, rtol=1e-12, atol=1e-13)
     xs, ws, bs = x.tolist(), w.tolist(), b.tolist()
@@ -181,7 +184,7 @@ def test_embed_backward_sums_repeated_tokens() -> None:
     ts = tokens.tolist()
 
     def loss() -> float:
-        return dot(gpt.embed(np.array(ids), np.array(ts), positions), dx)
+        return dot(gpt.embed(np.array(ids), np.array(ts), positions).tolist(), dx)
 
     assert_allclose(d_tokens, numeric(loss, ts), atol=1e-8)
 
@@ -200,7 +203,7 @@ def test_embed_backward_sums_repeated_tokens() -> None:
         (lambda: causal_head([[1.0]], [[1.0], [2.0]], [[1.0]]), ValueError, "k needs"),
         (lambda: embed_backward([[1.0]], [3], 2, 4), ValueError, "ids: 3"),
         (lambda: embed_backward([[1.0], [1.0]], [0, 1], 2, 1), ValueError, "positions"),
-        (lambda: linear_backward("x", [[1.0]], [[1.0]]), TypeError, "dy must be"),
+        (lambda: linear_backward(TEXT, [[1.0]], [[1.0]]), TypeError, "dy must be"),
     ],
 )
 def test_bad_input_is_refused_by_name(call: Callable[[], object], error: type, match: str) -> None:

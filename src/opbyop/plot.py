@@ -729,8 +729,7 @@ def line_chart(
         for name, values in [("x", points), *curves.items()]:
             if not (values > 0).all():
                 raise ValueError(
-                    f"line_chart: with log_scale, {name!r} must be positive, "
-                    f"got {values.min()}"
+                    f"line_chart: with log_scale, {name!r} must be positive, got {values.min()}"
                 )
     with mpl.rc_context(_STYLE):
         figure = Figure(figsize=(6.0, 4.0), facecolor="white", layout="constrained")
