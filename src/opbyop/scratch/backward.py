@@ -162,8 +162,7 @@ def tanh_gelu_backward(dy: Matrix, x: Matrix) -> Matrix:  # [n, d] -> [n, d]
 def layer_norm_backward(
     dy: Matrix, x: Matrix, weight: Vector, eps: float = 1e-5
 ) -> tuple[Matrix, Vector, Vector]:  # [n, d], [n, d], [d] -> dx, dw, db
-    """Back through layer norm: every number of a row moved its mean and
-    variance, so each input's gradient loses the row's shared part."""
+    """Back through layer norm: each input moved its row's mean and spread."""
     _check_matrix(x, "x")
     _check_shape(dy, "dy", len(x), len(x[0]))
     _check_shape([weight], "weight", 1, len(x[0]))
