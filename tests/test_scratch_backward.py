@@ -10,6 +10,7 @@ h**2 plus rounding (1e-16 / h): 1e-8 leaves room.
 from __future__ import annotations
 
 import ast
+import copy
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -209,6 +210,27 @@ def test_embed_backward_sums_repeated_tokens() -> None:
 def test_bad_input_is_refused_by_name(call: Callable[[], object], error: type, match: str) -> None:
     with pytest.raises(error, match=match):
         call()
+
+
+M = [[1.0, 2.0], [0.5, -1.0]]
+
+
+@pytest.mark.parametrize(
+    ("function", "args"),
+    [
+        (linear_backward, (M, M, M)),
+        (cross_entropy_backward, (M, [0, 1])),
+        (tanh_gelu_backward, (M, M)),
+        (layer_norm_backward, (M, M, [1.0, 2.0])),
+        (softmax_backward, (M, softmax(M))),
+        (causal_head_backward, (M, M, M, M, causal_head(M, M, M)[1])),
+        (embed_backward, (M, [1, 1], 2, 3)),
+    ],
+)
+def test_backwards_leave_their_arguments_alone(function: Any, args: tuple[Any, ...]) -> None:
+    before = copy.deepcopy(args)
+    function(*args)
+    assert args == before
 
 
 def test_it_imports_only_the_standard_library_and_earlier_episodes() -> None:
