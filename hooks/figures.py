@@ -541,7 +541,7 @@ def episode_9_nudge_errors() -> dict[str, list[float]]:
     noise = np.random.default_rng(0)
     for array in _arrays(params):
         array += noise.normal(0, 0.3, array.shape)
-    ids, targets = noise.integers(0, 11, (2, 2, 6))
+    ids, targets = noise.integers(0, 11, (2, 2, 8))
     _, grads = gpt.loss_and_grads(params, ids, targets)
     exact = grads.final_norm.weight
     errors = {}
@@ -580,14 +580,21 @@ def _arrays(tree: Any) -> Any:
 
 
 def episode_9_nudge_alt(errors: dict[str, list[float]]) -> str:
-    """The alt text: where each curve is lowest, and where float32 ends."""
+    """The alt text, from what every machine measures alike: where each
+    curve starts and is lowest, which side of a bound its lowest lies, and
+    float32's plateau (its slopes are 0 there: the whole gradient)."""
     parts = []
-    for name, curve in errors.items():
+    for name, bound in [("float64", 1e-10), ("float32", 1e-6)]:
+        curve = errors[name]
         best = min(range(len(curve)), key=curve.__getitem__)
+        side = "under" if curve[best] < bound else "over"
         parts.append(
-            f"{name} falls from {curve[0]:.0e} to its lowest, {curve[best]:.0e}, "
-            f"at h = 1e-{EPISODE_9_EXPONENTS[best]}, and ends at {curve[-1]:.0e}"
+            f"{name} falls from {curve[0]:.0e} to its lowest, {side} {bound:.0e}, "
+            f"at h = 1e-{EPISODE_9_EXPONENTS[best]}"
         )
+    plateau = errors["float32"][-3:]
+    if len(set(plateau)) == 1:
+        parts[-1] += f", and from h = 1e-8 on stays at {plateau[0]:.0e}, the whole gradient"
     return (
         "Line chart, both axes in powers of ten: the average error of a central "
         "difference against the exact gradient, as h shrinks from 1e-1 to 1e-10. "

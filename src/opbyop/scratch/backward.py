@@ -17,22 +17,34 @@ References
 """
 
 # --8<-- [start:setup]
-import math
 from collections.abc import Callable
 
+# --8<-- [end:setup]
+# isort: split
+# --8<-- [start:linear_imports]
 from opbyop.scratch.block import Vector
 from opbyop.scratch.four_ops import (
     Matrix,
     _check_matrix,
     _shape,
     mat_mul,
-    scale,
-    softmax,
     transpose,
 )
+
+# --8<-- [end:linear_imports]
+# isort: split
+# --8<-- [start:cross_entropy_imports]
+import math
+
+from opbyop.scratch.four_ops import softmax
+
+# --8<-- [end:cross_entropy_imports]
+# isort: split
+# --8<-- [start:causal_head_imports]
+from opbyop.scratch.four_ops import scale
 from opbyop.scratch.masks import causal_mask, masked_softmax
 
-# --8<-- [end:setup]
+# --8<-- [end:causal_head_imports]
 
 
 # --8<-- [start:checks]
