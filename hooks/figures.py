@@ -617,6 +617,7 @@ def episode_9_nudge_error() -> str:
         log_scale=True,
     )
     drawing.axes[0].invert_xaxis()  # h shrinks from left to right
+    drawing.axes[0].set_ylim(top=1.0)  # a tick, 1e0, above float32's plateau
     return svg(drawing, episode_9_nudge_alt(errors))
 
 

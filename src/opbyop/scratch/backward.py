@@ -36,8 +36,10 @@ from opbyop.scratch.four_ops import (
 # --8<-- [start:cross_entropy_imports]
 import math
 
+# --8<-- [start:softmax_import]
 from opbyop.scratch.four_ops import softmax
 
+# --8<-- [end:softmax_import]
 # --8<-- [end:cross_entropy_imports]
 # isort: split
 # --8<-- [start:causal_head_imports]
@@ -120,6 +122,7 @@ def cross_entropy(scores: Matrix, targets: list[int]) -> float:
     return total / len(scores)
 
 
+# --8<-- [start:cross_entropy_backward]
 def cross_entropy_backward(
     scores: Matrix, targets: list[int]
 ) -> Matrix:  # [n, vocab], [n] -> [n, vocab]
@@ -134,6 +137,7 @@ def cross_entropy_backward(
     return grad
 
 
+# --8<-- [end:cross_entropy_backward]
 # --8<-- [end:cross_entropy]
 
 
