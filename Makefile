@@ -36,8 +36,10 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/codespell docs src README.md
 
+# One pytest worker per core (pytest-xdist). A file's tests run on one worker,
+# in order: a page's blocks share its names, and the browser tests one browser.
 test: lint
-	$(BIN)/python -m pytest --cov --cov-report=term
+	$(BIN)/python -m pytest --numprocesses auto --dist loadfile --cov --cov-report=term
 
 # TORCH_PYTHON: a Python with sentence-transformers, PyTorch and the model
 # package, for the minilm benchmark's other side (without, it times opbyop alone).
