@@ -521,6 +521,106 @@ def episode_8_loss_ladder() -> str:
     return svg(drawing, episode_8_ladder_alt(ladder))
 
 
+# ---------------------------------------------------------------- episode 9
+
+# The GPT the page checks by finite differences: 1,040 weights, made as the
+# page makes them (the same seeds, in the same order).
+EPISODE_9_EXPONENTS = list(range(1, 11))  # h = 1e-1 down to 1e-10
+
+
+def episode_9_nudge_errors() -> dict[str, list[float]]:
+    """The average error of a central difference, against the backward
+    pass's gradient, for the final layer norm's 8 weights, at each h: in
+    float64 and in float32."""
+    import numpy as np
+
+    from opbyop import cross_entropy, gpt
+
+    config = gpt.Config(vocab_size=11, context=8, n_layers=1, n_heads=2, d_model=8)
+    params = gpt.init(config, seed=0, dtype=np.float64)
+    noise = np.random.default_rng(0)
+    for array in _arrays(params):
+        array += noise.normal(0, 0.3, array.shape)
+    ids, targets = noise.integers(0, 11, (2, 2, 8))
+    _, grads = gpt.loss_and_grads(params, ids, targets)
+    exact = grads.final_norm.weight
+    errors = {}
+    for dtype in (np.float64, np.float32):
+        tensors = {k: v.astype(dtype) for k, v in gpt.state_dict(params).items()}
+        model = gpt.from_state_dict(tensors, config)
+        weight = model.final_norm.weight
+        curve = []
+        for e in EPISODE_9_EXPONENTS:
+            h = dtype(10.0**-e)
+            slopes = []
+            for i in range(weight.size):
+                keep = weight[i]
+                weight[i] = keep + h
+                up = cross_entropy(gpt.forward(model, ids), targets)
+                weight[i] = keep - h
+                down = cross_entropy(gpt.forward(model, ids), targets)
+                weight[i] = keep
+                slopes.append((up - down) / (2 * float(h)))
+            curve.append(float(np.abs(np.array(slopes) - exact).mean()))
+        errors[np.dtype(dtype).name] = curve
+    return errors
+
+
+def _arrays(tree: Any) -> Any:
+    """Every array of a gpt.Params, in order (as the page's ``arrays``)."""
+    import numpy as np
+
+    from opbyop import gpt
+
+    if isinstance(tree, np.ndarray):
+        yield tree
+    elif not isinstance(tree, gpt.Config):
+        for part in tree:
+            yield from _arrays(part)
+
+
+def episode_9_nudge_alt(errors: dict[str, list[float]]) -> str:
+    """The alt text, from what every machine measures alike: where each
+    curve starts and is lowest, which side of a bound its lowest lies, and
+    float32's plateau (its slopes are 0 there: the whole gradient)."""
+    parts = []
+    for name, bound in [("float64", 1e-10), ("float32", 1e-6)]:
+        curve = errors[name]
+        best = min(range(len(curve)), key=curve.__getitem__)
+        side = "under" if curve[best] < bound else "over"
+        parts.append(
+            f"{name} falls from {curve[0]:.0e} to its lowest, {side} {bound:.0e}, "
+            f"at h = 1e-{EPISODE_9_EXPONENTS[best]}"
+        )
+    plateau = errors["float32"][-3:]
+    if len(set(plateau)) == 1:
+        parts[-1] += f", and from h = 1e-8 on stays at {plateau[0]:.0e}, the whole gradient"
+    return (
+        "Line chart, both axes in powers of ten: the average error of a central "
+        "difference against the exact gradient, as h shrinks from 1e-1 to 1e-10. "
+        + "; ".join(parts)
+        + "."
+    )
+
+
+@figure("figures/09-nudge-error.svg")
+def episode_9_nudge_error() -> str:
+    from opbyop.plot import line_chart, svg
+
+    errors = episode_9_nudge_errors()
+    drawing = line_chart(
+        [10.0**-e for e in EPISODE_9_EXPONENTS],
+        errors,
+        title="A central difference's error, as the nudge h shrinks",
+        x_label="h, the nudge",
+        y_label="average error against the exact gradient",
+        log_scale=True,
+    )
+    drawing.axes[0].invert_xaxis()  # h shrinks from left to right
+    drawing.axes[0].set_ylim(top=1.0)  # a tick, 1e0, above float32's plateau
+    return svg(drawing, episode_9_nudge_alt(errors))
+
+
 # ---------------------------------------------------------------- performance
 
 SWEEP = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "sweep.json"

@@ -291,6 +291,21 @@ def test_a_line_chart_draws_each_curve_with_its_own_dashes_and_a_legend() -> Non
     assert (axes.get_title(), axes.get_xlabel(), axes.get_ylabel()) == ("T", "x", "y")
 
 
+def test_a_line_chart_in_powers_of_ten() -> None:
+    h = [1e-1, 1e-2, 1e-3, 1e-4]
+    figure = line_chart(h, {"error": [1e-2, 1e-4, 1e-6, 1e-5]}, log_scale=True)
+    axes = figure.axes[0]
+    assert (axes.get_xscale(), axes.get_yscale()) == ("log", "log")
+    assert [line.get_label() for line in axes.lines] == ["error"]  # no line at 0
+    svg(figure, "A V in powers of ten.")  # draws with no warning
+    plain = line_chart(h, {"error": [1e-2, 1e-4, 1e-6, 1e-5]})
+    assert plain.axes[0].get_yscale() == "linear"
+    with pytest.raises(ValueError, match=r"with log_scale, 'error' must be positive, got 0\.0"):
+        line_chart(h, {"error": [1e-2, 0.0, 1e-6, 1e-5]}, log_scale=True)
+    with pytest.raises(ValueError, match="with log_scale, 'x' must be positive"):
+        line_chart([0.0, 1.0], {"error": [1.0, 2.0]}, log_scale=True)
+
+
 @pytest.mark.parametrize(
     ("x", "lines", "message"),
     [

@@ -919,9 +919,11 @@ def embed_backward(
 
 
 # --8<-- [start:block_backward]
+# --8<-- [start:block_backward_def]
 def block_backward(
     d_out: Array, cache: BlockCache, block: Block, n_heads: int
 ) -> tuple[Array, Block]:  # [..., n, d] -> [..., n, d], the block's grads
+    # --8<-- [end:block_backward_def]
     """The gradients of `block_forward`: its steps backward, last first.
 
     A residual add ``out = middle + f(middle)`` passes `d_out` straight
@@ -940,6 +942,7 @@ def block_backward(
     >>> dx.shape, grads.mlp.widen.weight.shape
     ((3, 4), (16, 4))
     """
+    # --8<-- [start:block_backward_body]
     c, eps = cache, LAYER_NORM_EPS
     # out = middle + narrow(gelu(widen(ln_2(middle))))
     d_activated, *d_narrow = linear_backward(
@@ -978,15 +981,18 @@ def block_backward(
         mlp=MLP(Linear(*d_widen), Linear(*d_narrow)),
     )
     return dx, grads
+    # --8<-- [end:block_backward_body]
 
 
 # --8<-- [end:block_backward]
 
 
 # --8<-- [start:forward_backward]
+# --8<-- [start:forward_backward_def]
 def forward_backward(
     params: Params, ids: Array, targets: Array
 ) -> tuple[float, Params]:  # [batch, n], [batch, n] -> loss, grads
+    # --8<-- [end:forward_backward_def]
     """The loss, then every gradient: the forward pass, then back through it.
 
     The forward pass keeps each block's cache; the backward pass goes
@@ -1005,6 +1011,7 @@ def forward_backward(
     >>> grads.token_embedding.shape
     (10, 4)
     """
+    # --8<-- [start:forward_backward_body]
     config = params.config
     # Forward, keeping what the backward pass needs.
     tokens, positions = params.token_embedding, params.position_embedding
@@ -1034,6 +1041,7 @@ def forward_backward(
         blocks=tuple(block_grads[::-1]),
         final_norm=Norm(*d_final_norm),
     )
+    # --8<-- [end:forward_backward_body]
 
 
 # --8<-- [end:forward_backward]

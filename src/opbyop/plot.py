@@ -670,6 +670,7 @@ def line_chart(
     title: str = "",
     x_label: str = "x",
     y_label: str = "",
+    log_scale: bool = False,
 ) -> Figure:  # [n], {name: [n]} -> a figure
     """Draw a few curves over the same x, each with its own colour and dashes.
 
@@ -682,6 +683,9 @@ def line_chart(
         four curves.
     title, x_label, y_label : str
         The title and the axis labels.
+    log_scale : bool, optional
+        Both axes in powers of ten (every value must then be positive), for
+        numbers that span many orders of magnitude. Default: plain axes.
 
     Returns
     -------
@@ -691,8 +695,9 @@ def line_chart(
     Raises
     ------
     ValueError
-        If `x` is not 1-D, there are no curves or more than four, or a curve
-        does not have one value per point of `x`.
+        If `x` is not 1-D, there are no curves or more than four, a curve
+        does not have one value per point of `x`, or, with `log_scale`, a
+        value is not positive.
 
     Examples
     --------
@@ -700,6 +705,11 @@ def line_chart(
     >>> figure = line_chart([0, 1, 2], {"double": [0, 2, 4]}, y_label="y")
     >>> svg(figure, "A straight line through 0.").startswith("<svg")
     True
+    >>> errors = line_chart(
+    ...     [1e-1, 1e-2, 1e-3], {"error": [1e-2, 1e-4, 1e-6]}, log_scale=True
+    ... )
+    >>> errors.axes[0].get_xscale(), errors.axes[0].get_yscale()
+    ('log', 'log')
     """
     points = np.asarray(x, dtype=np.float64)
     if points.ndim != 1:
@@ -715,11 +725,21 @@ def line_chart(
                 f"line_chart: curve {name!r} has shape {values.shape}, "
                 f"x has shape {points.shape}: one value per point"
             )
+    if log_scale:
+        for name, values in [("x", points), *curves.items()]:
+            if not (values > 0).all():
+                raise ValueError(
+                    f"line_chart: with log_scale, {name!r} must be positive, got {values.min()}"
+                )
     with mpl.rc_context(_STYLE):
         figure = Figure(figsize=(6.0, 4.0), facecolor="white", layout="constrained")
         axes = figure.add_subplot()
-        axes.axhline(0.0, color="0.75", lw=0.8)
-        axes.axvline(0.0, color="0.75", lw=0.8)
+        if log_scale:  # powers of ten: there is no 0 to mark
+            axes.set_xscale("log")
+            axes.set_yscale("log")
+        else:
+            axes.axhline(0.0, color="0.75", lw=0.8)
+            axes.axvline(0.0, color="0.75", lw=0.8)
         for (name, values), colour, style in zip(
             curves.items(), LINE_COLOURS, LINE_STYLES, strict=False
         ):  # at most as many curves as styles, checked above

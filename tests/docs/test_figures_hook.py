@@ -151,3 +151,16 @@ def test_the_loss_ladder_figure_has_the_alt_text_the_page_gives_it() -> None:
     assert "bigram 3.42" in title
     page = (ROOT / "docs" / "episodes" / "08-guess-the-next-token.md").read_text(encoding="utf-8")
     assert f"![{title}](../figures/08-loss-ladder.svg)" in page
+
+
+def test_the_nudge_error_figure_has_the_alt_text_the_page_gives_it() -> None:
+    title = ET.fromstring(figures_hook.FIGURES["figures/09-nudge-error.svg"]())[0].text or ""
+    assert "float64 falls from 2e-05 to its lowest, under 1e-10, at h = 1e-5" in title
+    assert "float32 falls from 2e-05 to its lowest, over 1e-06, at h = 1e-2" in title
+    assert "from h = 1e-8 on stays at 7e-02, the whole gradient" in title
+    page = (ROOT / "docs" / "episodes" / "09-gradients-by-hand.md").read_text(encoding="utf-8")
+    assert f"![{title}](../figures/09-nudge-error.svg)" in page
+    prose = " ".join(page.split())
+    assert "float64: best at h = 1e-5, under 1e-10: True" in prose
+    assert "float32: best at h = 1e-2, over 1e-6: True" in prose
+    assert "float32 from h = 1e-8: every slope 0: True" in prose

@@ -20,6 +20,7 @@ EPISODES = {
     6: "The transformer block",
     7: "The whole model, by hand",
     8: "Guess the next token",
+    9: "Gradients by hand",
 }
 
 
