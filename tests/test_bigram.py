@@ -9,7 +9,6 @@ frequencies.
 
 from __future__ import annotations
 
-import ast
 import math
 from collections import Counter
 from itertools import pairwise
@@ -18,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from imports import imported_modules
 
 from opbyop import bigram, corpus, sampling, softmax
 from opbyop.scratch import next_token
@@ -200,10 +200,5 @@ def test_scratch_refuses_bad_input_by_name(call: Any, error: type, message: str)
 
 def test_the_scratch_module_imports_only_the_standard_library() -> None:
     source = Path(next_token.__file__).read_text(encoding="utf-8")
-    imported = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            imported.add(node.module or "")
+    imported = imported_modules(source)
     assert imported == {"itertools", "math", "random"}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import copy
 import math
 import re
@@ -10,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from imports import imported_modules
 
 import opbyop.scratch.four_ops
 from opbyop.scratch import attention, mat_mul, scale, softmax, transpose
@@ -110,12 +110,7 @@ def test_functions_are_pure(function: Any, args: tuple[Any, ...]) -> None:
 
 
 def test_scratch_imports_nothing_but_math() -> None:
-    imported = set()
-    for node in ast.walk(ast.parse(SOURCE)):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            imported.add(node.module or "")
+    imported = imported_modules(SOURCE)
     assert imported == {"math"}
 
 

@@ -9,7 +9,6 @@ h**2 plus rounding (1e-16 / h): 1e-8 leaves room.
 
 from __future__ import annotations
 
-import ast
 import copy
 import math
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from imports import imported_modules
 from numpy.testing import assert_allclose
 
 import opbyop
@@ -234,12 +234,7 @@ def test_backwards_leave_their_arguments_alone(function: Any, args: tuple[Any, .
 
 
 def test_it_imports_only_the_standard_library_and_earlier_episodes() -> None:
-    imported = set()
-    for node in ast.walk(ast.parse(SOURCE)):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            imported.add(node.module or "")
+    imported = imported_modules(SOURCE)
     assert imported == {
         "math",
         "collections.abc",

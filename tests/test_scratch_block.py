@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import copy
 import math
 import re
@@ -11,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from imports import imported_modules
 from numpy.testing import assert_allclose
 
 import opbyop
@@ -90,12 +90,7 @@ def test_functions_are_pure(function: Any, args: tuple[Any, ...]) -> None:
 
 
 def test_block_imports_only_math_and_the_first_episode_checks() -> None:
-    imported = set()
-    for node in ast.walk(ast.parse(SOURCE)):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            imported.add(node.module or "")
+    imported = imported_modules(SOURCE)
     assert imported == {"math", "opbyop.scratch.four_ops"}
 
 

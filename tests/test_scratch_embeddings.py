@@ -3,13 +3,13 @@ against the real model's tables summed in float64."""
 
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from imports import imported_modules
 
 import opbyop.scratch.embeddings
 from opbyop import minilm
@@ -85,12 +85,7 @@ def test_bad_input(args: tuple[Any, ...], error: type[Exception] | None, match: 
 
 
 def test_embeddings_imports_the_standard_library_and_earlier_episodes_only() -> None:
-    imported = set()
-    for node in ast.walk(ast.parse(SOURCE)):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            imported.add(node.module or "")
+    imported = imported_modules(SOURCE)
     assert imported == {
         "collections.abc",
         "opbyop.scratch.block",

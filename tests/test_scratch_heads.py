@@ -3,7 +3,6 @@ multi_head_attention in plain Python, against the NumPy layer and PyTorch."""
 
 from __future__ import annotations
 
-import ast
 import copy
 import math
 import re
@@ -12,6 +11,7 @@ from typing import Any, cast
 
 import numpy as np
 import pytest
+from imports import imported_modules
 
 import opbyop
 import opbyop.scratch.heads
@@ -218,12 +218,7 @@ def test_functions_are_pure(function: Any, args: tuple[Any, ...], kwargs: dict[s
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_modules_import_only_earlier_episodes(module: str) -> None:
     source = Path(MODULES[module].__file__ or "").read_text(encoding="utf-8")
-    imported = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            imported.add(node.module or "")
+    imported = imported_modules(source)
     earlier = {
         "projections": {"opbyop.scratch.four_ops"},
         "heads": {"opbyop.scratch.four_ops", "opbyop.scratch.projections"},

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import copy
 import math
 import re
@@ -11,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from imports import imported_modules
 
 import opbyop.scratch.masks
 from opbyop import attention, attention_weights
@@ -134,12 +134,7 @@ def test_causal_mask_needs_a_positive_integer(n: Any, error: type[Exception]) ->
 
 
 def test_masks_imports_the_standard_library_and_the_first_episode_only() -> None:
-    imported = set()
-    for node in ast.walk(ast.parse(SOURCE)):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            imported.add(node.module or "")
+    imported = imported_modules(SOURCE)
     assert imported == {"math", "opbyop.scratch.four_ops"}
 
 
