@@ -662,9 +662,7 @@ def _episode_10_curve_figure(name: str, run: str, title: str) -> str:
     from opbyop.plot import line_chart, svg
 
     steps, curves = episode_10_curves(name)
-    drawing = line_chart(
-        steps, curves, title=title, x_label="step", y_label="bits per byte"
-    )
+    drawing = line_chart(steps, curves, title=title, x_label="step", y_label="bits per byte")
     return svg(drawing, episode_10_curves_alt(name, run))
 
 
@@ -682,7 +680,12 @@ def episode_10_shipped() -> str:
     )
 
 
-EPISODE_10_SCHEDULE = {"max_lr": 3e-3, "min_lr": 3e-4, "warmup": 100, "total": 7543}
+EPISODE_10_SCHEDULE: dict[str, float] = {
+    "max_lr": 3e-3,
+    "min_lr": 3e-4,
+    "warmup": 100,
+    "total": 7543,
+}
 
 
 def episode_10_schedule_alt() -> str:
@@ -704,7 +707,7 @@ def episode_10_schedule() -> str:
     from opbyop import optim
     from opbyop.plot import line_chart, svg
 
-    steps = list(range(0, EPISODE_10_SCHEDULE["total"] + 1, 10))
+    steps = list(range(0, int(EPISODE_10_SCHEDULE["total"]) + 1, 10))
     rates = [optim.lr_schedule(step, **EPISODE_10_SCHEDULE) for step in steps]
     drawing = line_chart(
         steps,

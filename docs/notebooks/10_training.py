@@ -52,8 +52,10 @@ for name, log in LOGS.items():
 
 at = {s: i for i, s in enumerate(steps.tolist())}
 for name, bits in curves.items():
-    print(f"{name}: step 1,000 {bits[at[1000]]:.2f}, "
-          f"step 7,500 {bits[at[7500]]:.2f} bits per byte")
+    print(
+        f"{name}: step 1,000 {bits[at[1000]]:.2f}, "
+        f"step 7,500 {bits[at[7500]]:.2f} bits per byte"
+    )
 
 display(
     picture(
@@ -132,7 +134,8 @@ assert (recipe["lr"], recipe["min_lr"], recipe["warmup"]) == (
     3e-4,
     100,
 )
-assert math.isclose(max(rates), 3e-3) and math.isclose(rates[-1], 3e-4)
+assert math.isclose(max(rates), 3e-3)
+assert math.isclose(rates[-1], 3e-4)
 
 # %% [markdown]
 # ## What each run wrote, along the way

@@ -25,7 +25,7 @@ def test_the_pipeline_block_shows_the_committed_text() -> None:
     code = skipped["code"]
     assert 'pipeline("text-generation", model=str(shipped.folder))' in code
     assert 'write("def ", do_sample=False, max_new_tokens=200)' in code
-    assert '.splitlines()[:3]' in code
+    assert ".splitlines()[:3]" in code
     run = next(
         r
         for r in REFERENCE["runs"]

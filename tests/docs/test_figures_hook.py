@@ -180,7 +180,9 @@ def test_the_episode_10_curves_are_the_logs_own_numbers() -> None:
     title = ET.fromstring(figures_hook.FIGURES["figures/10-schedule.svg"]())[0].text or ""
     assert "from 3e-05 at step 0 to 3e-03 at step 100" in title
     prose = " ".join(
-        (ROOT / "docs" / "episodes" / "10-training-a-tiny-gpt.md").read_text(encoding="utf-8").split()
+        (ROOT / "docs" / "episodes" / "10-training-a-tiny-gpt.md")
+        .read_text(encoding="utf-8")
+        .split()
     )
     assert "validation from 2.95 bits per byte at step 812 to 1.94" in prose
     assert "['3e-05', '3e-03', '2e-03', '3e-04']" in prose
