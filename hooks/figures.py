@@ -695,8 +695,8 @@ def episode_10_schedule_alt() -> str:
     first, peak = optim.lr_schedule(0, **s), optim.lr_schedule(s["warmup"], **s)
     last = optim.lr_schedule(s["total"], **s)
     return (
-        "Line chart of the learning rate of the recorded 5-minute run against the "
-        f"step: it rises from {first:.0e} at step 0 to {peak:.0e} at step "
+        f"Line chart of fit's learning rate for a run of {s['total']:,} steps, "
+        f"against the step: it rises from {first:.0e} at step 0 to {peak:.0e} at step "
         f"{s['warmup']}, then falls along half a cosine to {last:.0e} at step "
         f"{s['total']:,}."
     )

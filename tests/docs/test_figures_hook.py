@@ -185,4 +185,4 @@ def test_the_episode_10_curves_are_the_logs_own_numbers() -> None:
         .split()
     )
     assert "validation from 2.95 bits per byte at step 812 to 1.94" in prose
-    assert "['3e-05', '3e-03', '2e-03', '3e-04']" in prose
+    assert "['2.97e-05', '3.00e-03', '1.65e-03', '3.00e-04']" in prose
