@@ -465,6 +465,7 @@ class KVCache(NamedTuple):
         return self.keys[0].shape[-2] if self.keys else 0
 
 
+# --8<-- [start:block_step]
 def block_step(
     x: Array, block: Block, n_heads: int, past: tuple[Array, Array] | None
 ) -> tuple[Array, Array, Array]:  # [..., n, d] -> [..., n, d], k, v
@@ -506,6 +507,9 @@ def block_step(
     middle = x + linear(merged, *block.attention.output)  # residual add
     out, *_ = mlp_half(middle, block)
     return out, k, v
+
+
+# --8<-- [end:block_step]
 
 
 def forward_with_cache(
@@ -731,6 +735,7 @@ def _new_tokens(
             logits = forward(params, text)
 
 
+# --8<-- [start:choose]
 def _choose(
     scores: Array,
     text: Array,
@@ -758,6 +763,9 @@ def _choose(
     if min_p is not None:
         scores = sampling.min_p(scores, min_p)
     return draw(softmax(scores), rng)
+
+
+# --8<-- [end:choose]
 
 
 def draw(
