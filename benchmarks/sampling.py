@@ -99,7 +99,11 @@ def measure(model: gpt.Model, texts: list[str], rows: int) -> dict[str, Any]:
     assert model.tokenizer is not None
     for name, settings in tqdm(SETTINGS.items(), desc="settings"):
         count = rows if settings.get("do_sample") else 1
-        scores: dict[str, list[float]] = {"log_probability": [], "distinct_lines": [], "compiles": []}
+        scores: dict[str, list[float]] = {
+            "log_probability": [],
+            "distinct_lines": [],
+            "compiles": [],
+        }
         for seed, prompt in enumerate(texts):
             ids = np.tile(model.tokenizer.encode(prompt), (count, 1))
             out = gpt.generate(model.params, ids, NEW_TOKENS, seed=seed, **settings)
@@ -119,7 +123,9 @@ def measure(model: gpt.Model, texts: list[str], rows: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=8, help="samples per prompt")
-    parser.add_argument("--out", type=Path, help=f"write here (recorded: {RESULTS.relative_to(ROOT)})")
+    parser.add_argument(
+        "--out", type=Path, help=f"write here (recorded: {RESULTS.relative_to(ROOT)})"
+    )
     args = parser.parse_args()
     model = gpt.load()
     texts = prompts()
