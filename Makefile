@@ -38,8 +38,10 @@ lint: $(STAMP)
 
 # One pytest worker per core (pytest-xdist). A file's tests run on one worker,
 # in order: a page's blocks share its names, and the browser tests one browser.
+# Each worker's BLAS keeps to one thread: a worker per core already fills the
+# cores, and BLAS threads waiting on busy cores made small products 3x slower.
 test: lint
-	$(BIN)/python -m pytest --numprocesses auto --dist loadfile --cov --cov-report=term
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest --numprocesses auto --dist loadfile --cov --cov-report=term
 
 # TORCH_PYTHON: a Python with sentence-transformers, PyTorch and the model
 # package, for the minilm benchmark's other side (without, it times opbyop alone).

@@ -621,6 +621,104 @@ def episode_9_nudge_error() -> str:
     return svg(drawing, episode_9_nudge_alt(errors))
 
 
+# ---------------------------------------------------------------- episode 10
+
+EPISODE_10_LOGS = {
+    "five-minutes": EPISODE_8_ROOT / "benchmarks" / "results" / "train_5min.json",
+    "shipped": EPISODE_8_ROOT / "src" / "opbyop" / "data" / "model" / "log.json",
+}
+
+
+def episode_10_curves(name: str) -> tuple[list[int], dict[str, list[float]]]:
+    """A run's curves in bits per byte, at its validation steps after step 0:
+    the training loss (nats per byte, the mean logged nearest before each
+    step, over ln 2) and the validation sample's bits per byte."""
+    import json
+
+    log = json.loads(EPISODE_10_LOGS[name].read_text(encoding="utf-8"))
+    steps = [step for step, _, _ in log["validation"][1:]]
+    trained = []
+    for step in steps:
+        logged = [loss for at, _, loss in log["train"] if at <= step]
+        trained.append(round(logged[-1] / math.log(2), 2))
+    checked = [round(bits, 2) for _, _, bits in log["validation"][1:]]
+    return steps, {"training batches": trained, "validation sample": checked}
+
+
+def episode_10_curves_alt(name: str, run: str) -> str:
+    """The alt text: each curve's first and last point, with their steps."""
+    steps, curves = episode_10_curves(name)
+    ends = ", ".join(
+        f"on the {curve} from {values[0]:.2f} to {values[-1]:.2f}"
+        for curve, values in curves.items()
+    )
+    return (
+        f"Line chart of bits per byte against steps for {run}, from step "
+        f"{steps[0]:,} to step {steps[-1]:,}: {ends}."
+    )
+
+
+def _episode_10_curve_figure(name: str, run: str, title: str) -> str:
+    from opbyop.plot import line_chart, svg
+
+    steps, curves = episode_10_curves(name)
+    drawing = line_chart(steps, curves, title=title, x_label="step", y_label="bits per byte")
+    return svg(drawing, episode_10_curves_alt(name, run))
+
+
+@figure("figures/10-five-minutes.svg")
+def episode_10_five_minutes() -> str:
+    return _episode_10_curve_figure(
+        "five-minutes", "the recorded 5-minute run", "python -m opbyop.train --minutes 5"
+    )
+
+
+@figure("figures/10-shipped.svg")
+def episode_10_shipped() -> str:
+    return _episode_10_curve_figure(
+        "shipped", "the shipped model's 10,000-step run", "The shipped model: 10,000 steps"
+    )
+
+
+EPISODE_10_SCHEDULE: dict[str, float] = {
+    "max_lr": 3e-3,
+    "min_lr": 3e-4,
+    "warmup": 100,
+    "total": 7543,
+}
+
+
+def episode_10_schedule_alt() -> str:
+    from opbyop import optim
+
+    s = EPISODE_10_SCHEDULE
+    first, peak = optim.lr_schedule(0, **s), optim.lr_schedule(s["warmup"], **s)
+    last = optim.lr_schedule(s["total"], **s)
+    return (
+        "Line chart of the learning rate of the recorded 5-minute run against the "
+        f"step: it rises from {first:.0e} at step 0 to {peak:.0e} at step "
+        f"{s['warmup']}, then falls along half a cosine to {last:.0e} at step "
+        f"{s['total']:,}."
+    )
+
+
+@figure("figures/10-schedule.svg")
+def episode_10_schedule() -> str:
+    from opbyop import optim
+    from opbyop.plot import line_chart, svg
+
+    steps = list(range(0, int(EPISODE_10_SCHEDULE["total"]) + 1, 10))
+    rates = [optim.lr_schedule(step, **EPISODE_10_SCHEDULE) for step in steps]
+    drawing = line_chart(
+        steps,
+        {"learning rate": rates},
+        title="Warm-up, then cosine decay",
+        x_label="step",
+        y_label="learning rate",
+    )
+    return svg(drawing, episode_10_schedule_alt())
+
+
 # ---------------------------------------------------------------- episode 11
 
 EPISODE_11_RANKS = 16  # the likeliest bytes each distribution picture shows

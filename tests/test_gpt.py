@@ -33,6 +33,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from site_build import ROOT
 
 from opbyop import gpt, optim
+from opbyop._threads import blas_controller, blas_threads
 
 Array = np.ndarray[Any, Any]
 REF = dict(np.load(ROOT / "tests" / "data" / "gpt_reference.npz"))
@@ -610,6 +611,34 @@ def test_a_batch_shared_between_cores_gives_the_same_gradients(
     for (path, a), (_, b) in zip(leaves(grads), leaves(single), strict=True):
         assert a.dtype == b.dtype
         assert_allclose(a, b, rtol=0, atol=1e-12 * max(np.abs(b).max(), 1), err_msg=path)
+
+
+def test_a_small_batch_runs_with_blas_on_one_thread_and_gives_it_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # BLAS's own threads cost more than they save on products this small.
+    def threads() -> list[int]:
+        return [lib["num_threads"] for lib in blas_controller().info()]
+
+    during: list[list[int]] = []
+    single = gpt.forward_backward
+
+    def watched(*args: Any) -> Any:
+        during.append(threads())
+        return single(*args)
+
+    monkeypatch.setattr(gpt, "forward_backward", watched)
+    name = "one_head"
+    params = reference_params(name)
+    ids, targets = REF[f"{name}/ids"], REF[f"{name}/targets"]
+    # From two threads, so the check holds under a one-thread test runner too.
+    with blas_threads(2):
+        before = threads()
+        loss, _ = gpt.loss_and_grads(params, ids, targets)
+        assert len(during) == 1
+        assert set(during[0]) <= {1}
+        assert threads() == before
+    assert abs(loss - float(REF[f"{name}/loss"])) <= 1e-10
 
 
 def test_shares_cut_the_rows_evenly() -> None:

@@ -1120,7 +1120,13 @@ def loss_and_grads(
         )
     _keep_freed_memory()
     ids, targets = np.atleast_2d(ids), np.atleast_2d(targets)  # [batch, n]
-    shares = _shares(ids.shape[0], ids.size * params.config.d_model)
+    size = ids.size * params.config.d_model  # numbers per layer
+    shares = _shares(ids.shape[0], size)
+    if len(shares) == 1 and size < _SHARE_FROM:
+        # Products this small: BLAS's own threads cost more than they save
+        # (on busy cores, ten times the step).
+        with blas_threads(1):
+            return forward_backward(params, ids, targets)
     if len(shares) == 1:
         return forward_backward(params, ids, targets)
     rows = ids.shape[0]

@@ -166,6 +166,28 @@ def test_the_nudge_error_figure_has_the_alt_text_the_page_gives_it() -> None:
     assert "float32 from h = 1e-8: every slope 0: True" in prose
 
 
+@pytest.mark.parametrize("name", ["10-five-minutes", "10-shipped", "10-schedule"])
+def test_episode_10_shows_each_figure_with_the_figures_own_description(name: str) -> None:
+    title = ET.fromstring(figures_hook.FIGURES[f"figures/{name}.svg"]())[0].text or ""
+    page = (ROOT / "docs" / "episodes" / "10-training-a-tiny-gpt.md").read_text(encoding="utf-8")
+    assert f"![{title}](../figures/{name}.svg)" in page
+
+
+def test_the_episode_10_curves_are_the_logs_own_numbers() -> None:
+    steps, curves = figures_hook.episode_10_curves("five-minutes")
+    assert (steps[0], steps[-1]) == (812, 7543)
+    assert curves["validation sample"][-1] == 1.94
+    title = ET.fromstring(figures_hook.FIGURES["figures/10-schedule.svg"]())[0].text or ""
+    assert "from 3e-05 at step 0 to 3e-03 at step 100" in title
+    prose = " ".join(
+        (ROOT / "docs" / "episodes" / "10-training-a-tiny-gpt.md")
+        .read_text(encoding="utf-8")
+        .split()
+    )
+    assert "validation from 2.95 bits per byte at step 812 to 1.94" in prose
+    assert "['3e-05', '3e-03', '2e-03', '3e-04']" in prose
+
+
 @pytest.mark.parametrize("name", ["11-temperature", "11-cuts", "11-cache"])
 def test_episode_11_shows_each_figure_with_the_figures_own_description(name: str) -> None:
     title = ET.fromstring(figures_hook.FIGURES[f"figures/{name}.svg"]())[0].text or ""

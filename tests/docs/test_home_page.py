@@ -21,6 +21,7 @@ EPISODES = {
     7: "The whole model, by hand",
     8: "Guess the next token",
     9: "Gradients by hand",
+    10: "Training a tiny GPT",
     11: "Writing, one token at a time",
 }
 
