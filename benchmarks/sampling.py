@@ -14,12 +14,16 @@ can write nothing else), seeded by the prompt's number. For each sample:
 - ``log_probability``: the average log2-probability the model (untouched:
   temperature 1, no filter) gives each byte it wrote, in bits;
 - ``distinct_lines``: of its complete, non-blank lines, the share that are
-  different (a line written twice counts once);
+  different (a line written twice counts once). A sample with no complete
+  non-blank line (200 spaces, say) has no lines to repeat: it is left out
+  of this average and counted apart, in ``no_lines``;
 - ``compiles``: whether the prompt and the sample, with the sample's
   unfinished last line dropped, compile as Python (``compile(text,
   "<sample>", "exec")``): episode 10's measure.
 
-Each is averaged over the setting's samples. Record it with::
+Each is averaged over the setting's samples (``distinct_lines`` over those
+with lines); ``compiled``, ``no_lines`` and ``repeating`` (samples with a
+line written twice) are counts. Record it with::
 
     .venv/bin/python benchmarks/sampling.py --out benchmarks/results/sampling.json
 """
@@ -76,10 +80,11 @@ def log_probabilities(params: gpt.Params, rows: np.ndarray, start: int) -> np.nd
     return chosen[:, start - 1 :].mean(axis=-1) / np.log(2)
 
 
-def distinct_lines(written: str) -> float:
-    """The share of the complete, non-blank lines that are different."""
+def distinct_lines(written: str) -> float | None:
+    """The share of the complete, non-blank lines that are different; None
+    when there is no such line."""
     lines = [line for line in written.split("\n")[:-1] if line.strip()]
-    return len(set(lines)) / len(lines) if lines else 0.0
+    return len(set(lines)) / len(lines) if lines else None
 
 
 def compiles(prompt: str, written: str) -> bool:
@@ -104,18 +109,26 @@ def measure(model: gpt.Model, texts: list[str], rows: int) -> dict[str, Any]:
             "distinct_lines": [],
             "compiles": [],
         }
+        no_lines = 0
         for seed, prompt in enumerate(texts):
             ids = np.tile(model.tokenizer.encode(prompt), (count, 1))
             out = gpt.generate(model.params, ids, NEW_TOKENS, seed=seed, **settings)
             scores["log_probability"] += log_probabilities(model.params, out, ids.shape[1]).tolist()
             for row in out:
                 written = model.tokenizer.decode(row[ids.shape[1] :].tolist())
-                scores["distinct_lines"].append(distinct_lines(written))
+                distinct = distinct_lines(written)
+                if distinct is None:
+                    no_lines += 1
+                else:
+                    scores["distinct_lines"].append(distinct)
                 scores["compiles"].append(float(compiles(prompt, written)))
         results[name] = {
             "settings": settings,
             "samples": len(scores["compiles"]),
             **{key: float(np.mean(values)) for key, values in scores.items()},
+            "compiled": int(sum(scores["compiles"])),
+            "no_lines": no_lines,
+            "repeating": sum(d < 1 for d in scores["distinct_lines"]),
         }
     return results
 
@@ -131,7 +144,10 @@ def main() -> None:
     texts = prompts()
     results = measure(model, texts, args.rows)
     run = {
-        "command": f"python benchmarks/sampling.py --rows {args.rows}",
+        "command": (
+            f"python benchmarks/sampling.py --rows {args.rows} "
+            "--out benchmarks/results/sampling.json"
+        ),
         "model": "the shipped model (gpt.load())",
         "prompts": len(texts),
         "rows_per_prompt": args.rows,
@@ -145,7 +161,8 @@ def main() -> None:
         print(
             f"{name:28} {result['samples']:4} samples: log-probability "
             f"{result['log_probability']:6.2f} bits, distinct lines "
-            f"{result['distinct_lines']:4.0%}, compiles {result['compiles']:4.0%}"
+            f"{result['distinct_lines']:4.0%} ({result['no_lines']} with none), "
+            f"compiles {result['compiled']}"
         )
 
 
