@@ -813,7 +813,7 @@ def episode_11_cache_alt(steps: dict[str, dict[str, float]]) -> str:
     cached = [steps[n]["cached"] for n in lengths]
     again = [steps[n]["recomputed"] for n in lengths]
     return (
-        "Line chart: milliseconds per new byte against the bytes written so far, "
+        "Line chart: milliseconds per new byte against the bytes of text so far, "
         f"from {lengths[0]} to {lengths[-1]}. With the cache, between "
         f"{min(cached):.1f} and {max(cached):.1f} ms at every length; running "
         f"the whole text again, from {again[0]:.1f} ms to {again[-1]:.1f} ms."

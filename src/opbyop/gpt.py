@@ -525,8 +525,8 @@ def forward_with_cache(
     at the positions after the cache's, and returns the cache grown by
     them. The logits are those `forward` gives for the new tokens on the
     whole text, up to rounding (one-row and many-row products round
-    differently): on the shipped model, about 1e-15 apart in float64 and
-    1e-5 in float32.
+    differently): on the shipped model, about 1e-15 of the largest score
+    apart in float64 and 1e-6 in float32.
 
     Parameters
     ----------
@@ -670,8 +670,8 @@ def generate(
         Keep every block's keys and values (`forward_with_cache`), so each
         step runs the model on one token; False runs the whole text again
         each step. The scores are the same up to rounding (on the shipped
-        model, about 1e-15 in float64 and 1e-5 in float32), so the tokens
-        are too, unless a choice falls within that rounding of a tie.
+        model, about 1e-15 of the largest in float64, 1e-6 in float32), so
+        the tokens are too, unless a choice falls within that of a tie.
 
     Returns
     -------
