@@ -53,6 +53,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bpe.py --other-python $(TORCH_PYTHON)
 	$(BIN)/python benchmarks/generate.py --torch-python $(TORCH_PYTHON)
 	$(BIN)/python benchmarks/train_5min.py
+	$(BIN)/python benchmarks/sampling.py
 
 # Re-resolve every dependency to its newest allowed release and pin the result.
 # Resolved on the oldest supported Python, so the pins install on every

@@ -719,6 +719,127 @@ def episode_10_schedule() -> str:
     return svg(drawing, episode_10_schedule_alt())
 
 
+# ---------------------------------------------------------------- episode 11
+
+EPISODE_11_RANKS = 16  # the likeliest bytes each distribution picture shows
+
+
+def episode_11_distributions() -> dict[str, Any]:
+    """The shipped model's guess after "def ", and after each knob: the
+    probabilities of its likeliest bytes in the model's order, the share of
+    the likeliest (``_``) and how many bytes stay possible."""
+    import numpy as np
+
+    from opbyop import gpt, sampling, softmax
+
+    model = gpt.load()
+    assert model.tokenizer is not None  # the shipped model has its tokenizer
+    logits = gpt.forward(model.params, model.tokenizer.encode("def "))[-1]
+    knobs = {
+        "as the model gives it": logits,
+        "temperature 0.5": sampling.temperature(logits, 0.5),
+        "temperature 1.5": sampling.temperature(logits, 1.5),
+        "top-k 5": sampling.top_k(logits, 5),
+        "top-p 0.9": sampling.top_p(logits, 0.9),
+        "min-p 0.1": sampling.min_p(logits, 0.1),
+    }
+    probabilities = {name: softmax(s.astype(np.float64)) for name, s in knobs.items()}
+    order = np.argsort(-probabilities["as the model gives it"], kind="stable")
+    return {
+        "best": chr(int(order[0])),
+        "curves": {name: p[order[:EPISODE_11_RANKS]].tolist() for name, p in probabilities.items()},
+        "top": {name: float(p[order[0]]) for name, p in probabilities.items()},
+        "possible": {name: int((p > 0).sum()) for name, p in probabilities.items()},
+    }
+
+
+def episode_11_alt(shown: dict[str, Any], names: list[str]) -> str:
+    """The alt text: the likeliest byte's probability, and how many bytes
+    stay possible, for each curve (the page states them)."""
+    parts = [
+        f"{name}: {shown['top'][name]:.2f}, {shown['possible'][name]} bytes possible"
+        for name in names
+    ]
+    return (
+        f"Line chart: the probabilities of the {EPISODE_11_RANKS} likeliest bytes "
+        f"after 'def ', in order. The likeliest, {shown['best']}, has, " + "; ".join(parts) + "."
+    )
+
+
+def _episode_11_chart(names: list[str], title: str) -> str:
+    from opbyop.plot import line_chart, svg
+
+    shown = episode_11_distributions()
+    drawing = line_chart(
+        list(range(1, EPISODE_11_RANKS + 1)),
+        {name: shown["curves"][name] for name in names},
+        title=title,
+        x_label="the model's likeliest bytes after 'def ', in order",
+        y_label="probability",
+    )
+    drawing.axes[0].set_xlim(0.5, EPISODE_11_RANKS + 0.5)
+    return svg(drawing, episode_11_alt(shown, names))
+
+
+EPISODE_11_TEMPERATURES = ["as the model gives it", "temperature 0.5", "temperature 1.5"]
+EPISODE_11_CUTS = ["as the model gives it", "top-k 5", "top-p 0.9", "min-p 0.1"]
+
+
+@figure("figures/11-temperature.svg")
+def episode_11_temperature() -> str:
+    return _episode_11_chart(EPISODE_11_TEMPERATURES, "One guess, at three temperatures")
+
+
+@figure("figures/11-cuts.svg")
+def episode_11_cuts() -> str:
+    return _episode_11_chart(EPISODE_11_CUTS, "One guess, cut three ways")
+
+
+EPISODE_11_BENCHMARK = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+
+
+def episode_11_step_times() -> dict[str, dict[str, float]]:
+    """Milliseconds per step by length, from the recorded benchmark."""
+    import json
+
+    run = json.loads((EPISODE_11_BENCHMARK / "generate.json").read_text(encoding="utf-8"))
+    steps: dict[str, dict[str, float]] = run["result"]["step_ms_by_length"]
+    return steps
+
+
+def episode_11_cache_alt(steps: dict[str, dict[str, float]]) -> str:
+    """The alt text: both curves' ends and the cached curve's range."""
+    lengths = list(steps)
+    cached = [steps[n]["cached"] for n in lengths]
+    again = [steps[n]["recomputed"] for n in lengths]
+    return (
+        "Line chart: milliseconds per new byte against the bytes of text so far, "
+        f"from {lengths[0]} to {lengths[-1]}. With the cache, between "
+        f"{min(cached):.1f} and {max(cached):.1f} ms at every length; running "
+        f"the whole text again, from {again[0]:.1f} ms to {again[-1]:.1f} ms."
+    )
+
+
+@figure("figures/11-cache.svg")
+def episode_11_cache() -> str:
+    from opbyop.plot import line_chart, svg
+
+    steps = episode_11_step_times()
+    drawing = line_chart(
+        [int(n) for n in steps],
+        {
+            "with the cache": [row["cached"] for row in steps.values()],
+            "running the whole text again": [row["recomputed"] for row in steps.values()],
+        },
+        title="The time per new byte, as the text grows",
+        x_label="bytes of text so far",
+        y_label="milliseconds per new byte",
+    )
+    drawing.axes[0].set_xlim(left=0)
+    drawing.axes[0].set_ylim(bottom=0)
+    return svg(drawing, episode_11_cache_alt(steps))
+
+
 # ---------------------------------------------------------------- performance
 
 SWEEP = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "sweep.json"

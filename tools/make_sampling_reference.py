@@ -30,7 +30,7 @@ argument), under ``<processor>__<dtype>__<name>``:
 
 The inputs cover ties, -inf entries, huge and tiny values, float32 and
 float64, k = 1 and k >= vocab, p = 1 and tiny p, min_p near 1, and
-penalties 1.0 and 1.3.
+penalties 1.0, 1.3 and 0.7 (below 1: a bonus).
 """
 
 from __future__ import annotations

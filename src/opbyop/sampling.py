@@ -68,8 +68,10 @@ def temperature(
     """
     scores = _logits(logits)
     t = _positive(t, "t")
+    # --8<-- [start:temperature_body]
     with np.errstate(over="ignore"):  # a huge score over a tiny t: inf
         return scores / t
+    # --8<-- [end:temperature_body]
 
 
 # --8<-- [end:temperature]
@@ -109,6 +111,7 @@ def top_k(
     scores = _logits(logits)
     if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
+    # --8<-- [start:top_k_body]
     vocab = scores.shape[-1]
     k = min(int(k), vocab)
     # The k-th highest score of each row, without sorting the whole row.
@@ -116,6 +119,7 @@ def top_k(
     return np.where(scores < kth, -np.inf, scores).astype(
         scores.dtype, copy=False
     )
+    # --8<-- [end:top_k_body]
 
 
 # --8<-- [end:top_k]
@@ -165,15 +169,18 @@ def top_p(
     p = _number(p, "p")
     if not 0 < p <= 1:
         raise ValueError(f"p must be in (0, 1], got {p!r}")
+    # --8<-- [start:top_p_body]
     order = np.argsort(scores, axis=-1, kind="stable")  # ascending
     probs = softmax(np.take_along_axis(scores, order, axis=-1))
-    # PyTorch adds float32 up in float64, then rounds each sum to float32.
+    # PyTorch on CPU adds float32 up in float64, then rounds each sum to
+    # float32.
     running = np.cumsum(probs, axis=-1, dtype=np.float64).astype(probs.dtype)
     drop_sorted = running <= probs.dtype.type(1 - p)
     drop_sorted[..., -1] = False  # the most likely token stays
     drop = np.empty_like(drop_sorted)
     np.put_along_axis(drop, order, drop_sorted, axis=-1)  # back to id order
     return np.where(drop, -np.inf, scores).astype(scores.dtype, copy=False)
+    # --8<-- [end:top_p_body]
 
 
 # --8<-- [end:top_p]
@@ -214,12 +221,14 @@ def min_p(
     p = _number(p, "p")
     if not 0 <= p <= 1:
         raise ValueError(f"p must be in [0, 1], got {p!r}")
+    # --8<-- [start:min_p_body]
     probs = softmax(scores)
     # The threshold in the probabilities' dtype, as PyTorch computes it.
     threshold = probs.max(axis=-1, keepdims=True) * probs.dtype.type(p)
     return np.where(probs < threshold, -np.inf, scores).astype(
         scores.dtype, copy=False
     )
+    # --8<-- [end:min_p_body]
 
 
 # --8<-- [end:min_p]
@@ -261,11 +270,13 @@ def repetition_penalty(
     scores = _logits(logits)
     tokens = _ids(ids, scores)
     penalty = _positive(penalty, "penalty")
+    # --8<-- [start:repetition_penalty_body]
     seen = np.take_along_axis(scores, tokens, axis=-1)
     penalised = np.where(seen < 0, seen * penalty, seen / penalty)
     out = scores.copy()
     np.put_along_axis(out, tokens, penalised.astype(out.dtype), axis=-1)
     return out
+    # --8<-- [end:repetition_penalty_body]
 
 
 # --8<-- [end:repetition_penalty]

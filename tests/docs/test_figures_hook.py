@@ -186,3 +186,38 @@ def test_the_episode_10_curves_are_the_logs_own_numbers() -> None:
     )
     assert "validation from 2.95 bits per byte at step 812 to 1.94" in prose
     assert "['2.97e-05', '3.00e-03', '1.65e-03', '3.00e-04']" in prose
+
+
+@pytest.mark.parametrize("name", ["11-temperature", "11-cuts", "11-cache"])
+def test_episode_11_shows_each_figure_with_the_figures_own_description(name: str) -> None:
+    title = ET.fromstring(figures_hook.FIGURES[f"figures/{name}.svg"]())[0].text or ""
+    page = (ROOT / "docs" / "episodes" / "11-writing-one-token-at-a-time.md").read_text(
+        encoding="utf-8"
+    )
+    assert f"![{title}](../figures/{name}.svg)" in page
+
+
+def test_episode_11_figures_state_what_the_page_states() -> None:
+    # The page prints and asserts these numbers; the pictures must show them.
+    shown = figures_hook.episode_11_distributions()
+    top = {name: round(value, 2) for name, value in shown["top"].items()}
+    assert shown["best"] == "_"
+    assert top == {
+        "as the model gives it": 0.34,
+        "temperature 0.5": 0.82,
+        "temperature 1.5": 0.17,
+        "top-k 5": 0.58,
+        "top-p 0.9": 0.37,
+        "min-p 0.1": 0.48,
+    }
+    assert shown["possible"] == {
+        "as the model gives it": 256,
+        "temperature 0.5": 256,
+        "temperature 1.5": 256,
+        "top-k 5": 5,
+        "top-p 0.9": 17,
+        "min-p 0.1": 8,
+    }
+    title = ET.fromstring(figures_hook.FIGURES["figures/11-cache.svg"]())[0].text or ""
+    assert "between 1.1 and 1.3 ms at every length" in title
+    assert "from 2.7 ms to 15.7 ms" in title

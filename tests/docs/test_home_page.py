@@ -22,6 +22,7 @@ EPISODES = {
     8: "Guess the next token",
     9: "Gradients by hand",
     10: "Training a tiny GPT",
+    11: "Writing, one token at a time",
 }
 
 
