@@ -23,9 +23,7 @@ can write nothing else), seeded by the prompt's number. For each sample:
 
 Each is averaged over the setting's samples (``distinct_lines`` over those
 with lines); ``compiled``, ``no_lines`` and ``repeating`` (samples with a
-line written twice) are counts, and so are ``only_spaces`` (samples whose
-200 bytes are all spaces) and ``repeating_compiled`` (repeating samples
-that compile all the same). Record it with::
+line written twice) are counts. Record it with::
 
     .venv/bin/python benchmarks/sampling.py --out benchmarks/results/sampling.json
 """
@@ -111,7 +109,7 @@ def measure(model: gpt.Model, texts: list[str], rows: int) -> dict[str, Any]:
             "distinct_lines": [],
             "compiles": [],
         }
-        no_lines = only_spaces = repeating_compiled = 0
+        no_lines = 0
         for seed, prompt in enumerate(texts):
             ids = np.tile(model.tokenizer.encode(prompt), (count, 1))
             out = gpt.generate(model.params, ids, NEW_TOKENS, seed=seed, **settings)
@@ -119,14 +117,11 @@ def measure(model: gpt.Model, texts: list[str], rows: int) -> dict[str, Any]:
             for row in out:
                 written = model.tokenizer.decode(row[ids.shape[1] :].tolist())
                 distinct = distinct_lines(written)
-                passed = compiles(prompt, written)
                 if distinct is None:
                     no_lines += 1
-                    only_spaces += set(written) == {" "}
                 else:
                     scores["distinct_lines"].append(distinct)
-                    repeating_compiled += distinct < 1 and passed
-                scores["compiles"].append(float(passed))
+                scores["compiles"].append(float(compiles(prompt, written)))
         results[name] = {
             "settings": settings,
             "samples": len(scores["compiles"]),
@@ -134,8 +129,6 @@ def measure(model: gpt.Model, texts: list[str], rows: int) -> dict[str, Any]:
             "compiled": int(sum(scores["compiles"])),
             "no_lines": no_lines,
             "repeating": sum(d < 1 for d in scores["distinct_lines"]),
-            "only_spaces": only_spaces,
-            "repeating_compiled": repeating_compiled,
         }
     return results
 
