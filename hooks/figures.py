@@ -840,6 +840,69 @@ def episode_11_cache() -> str:
     return svg(drawing, episode_11_cache_alt(steps))
 
 
+# ---------------------------------------------------------------- episode 12
+
+EPISODE_12_RUNS = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "equal_time.json"
+
+
+def episode_12_curves() -> tuple[list[float], dict[str, list[float]]]:
+    """The equal-time vocabulary runs: bits per byte on the validation sample
+    against minutes on the recorded machine (a run's step times its step-time
+    ratio, at the 5-minute run's pace), each vocabulary the mean of its seeds,
+    read at the bytes-only run's times, after step 0."""
+    import json
+
+    import numpy as np
+
+    recorded = json.loads(EPISODE_12_RUNS.read_text(encoding="utf-8"))
+    ratios = recorded["step_times"]["vocabulary"]["ratios"]
+    base_steps = recorded["base"]["steps"]
+    runs = [run for run in recorded["runs"] if run["comparison"] == "vocabulary"]
+
+    def minutes(run: dict[str, Any]) -> list[float]:
+        pace = 5 * ratios[run["name"]] / base_steps  # minutes per step
+        return [step * pace for step, _, _ in run["validation_curve"]]
+
+    first = next(run for run in runs if run["name"] == "256")
+    shown = minutes(first)[1:]  # step 0 is the untrained model's 8 bits
+    curves = {}
+    for name in ratios:
+        seeds = [run for run in runs if run["name"] == name]
+        read = [
+            np.interp(shown, minutes(run), [bits for _, _, bits in run["validation_curve"]])
+            for run in seeds
+        ]
+        curves[f"vocab_size {int(name):,}"] = np.mean(read, axis=0).round(2).tolist()
+    return shown, curves
+
+
+def episode_12_alt(curves: dict[str, list[float]], shown: list[float]) -> str:
+    """The alt text: each curve's first and last point."""
+    ends = "; ".join(
+        f"{name}, from {values[0]:.2f} to {values[-1]:.2f}" for name, values in curves.items()
+    )
+    return (
+        "Line chart: bits per byte on the validation sample against minutes of "
+        f"training, from {shown[0]:.1f} to {shown[-1]:.1f} minutes, the mean of two "
+        f"seeds for each vocabulary: {ends}."
+    )
+
+
+@figure("figures/12-equal-time.svg")
+def episode_12_equal_time() -> str:
+    from opbyop.plot import line_chart, svg
+
+    shown, curves = episode_12_curves()
+    drawing = line_chart(
+        shown,
+        curves,
+        title="The tiny GPT at equal time, three vocabularies",
+        x_label="minutes of training (the recorded machine's pace)",
+        y_label="bits per byte, validation sample",
+    )
+    return svg(drawing, episode_12_alt(curves, shown))
+
+
 # ---------------------------------------------------------------- performance
 
 SWEEP = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "sweep.json"
