@@ -2090,7 +2090,7 @@ def _hf_config(config: Config, dtype: np.dtype[Any]) -> dict[str, Any]:
 
     A variant is not GPT-2: its model_type is "opbyop-gpt", which no
     Hugging Face class claims, and it names no architecture, so
-    ``transformers`` refuses it rather than loading it as GPT-2.
+    ``transformers``' Auto classes refuse it rather than load it as GPT-2.
     """
     if is_variant(config):
         return _variant_hf_config(config, dtype)
@@ -2172,9 +2172,13 @@ def save(
     A variant (`is_variant`: an RMS norm, SwiGLU or rotary positions) is
     not GPT-2, and Hugging Face must not read it as GPT-2: its
     ``config.json`` has ``model_type`` "opbyop-gpt" and no
-    ``architectures``, so ``transformers`` refuses it, and records
-    ``norm``, ``mlp`` and ``positions`` (with ``n_inner`` = d_mlp and the
-    eps or ``rope_theta`` it uses) for `load`.
+    ``architectures``, and records ``norm``, ``mlp`` and ``positions``
+    (with ``n_inner`` = d_mlp and the eps or ``rope_theta`` it uses) for
+    `load`. ``transformers``' ``AutoModelForCausalLM``, ``AutoConfig`` and
+    ``pipeline`` refuse it (a ValueError: the model type is not one they
+    know); ``GPT2LMHeadModel.from_pretrained``, called by name, still
+    builds a GPT-2 from it, and lists the tensors it lacks as newly
+    initialised.
 
     Returns
     -------
