@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "equal_time.json"
 BASE_RUN = ROOT / "benchmarks" / "results" / "train_5min.json"
 SEEDS = (0, 1)
-ROUNDS = 7  # interleaved rounds of the step-time measurement
+ROUNDS = 15  # interleaved rounds of the step-time measurement
 STEPS_PER_ROUND = 20
 
 # One setting changed from the default at a time; the first is the default.
