@@ -840,6 +840,55 @@ def episode_11_cache() -> str:
     return svg(drawing, episode_11_cache_alt(steps))
 
 
+# ---------------------------------------------------------------- episode 13
+
+EPISODE_13_RESULTS = EPISODE_8_ROOT / "benchmarks" / "results" / "equal_time.json"
+EPISODE_13_NAMES = ["GPT-2", "RMSNorm", "SwiGLU", "rotary", "all three"]
+
+
+def episode_13_runs() -> dict[str, list[float]]:
+    """Each variant's bits per byte on all the held-out files, seed 0 first,
+    from the recorded equal-time comparison."""
+    import json
+
+    recorded = json.loads(EPISODE_13_RESULTS.read_text(encoding="utf-8"))
+    runs = [run for run in recorded["runs"] if run["comparison"] == "modern"]
+    return {
+        name: [
+            run["validation_bits_per_byte"]
+            for run in sorted(runs, key=lambda run: run["seed"])
+            if run["name"] == name
+        ]
+        for name in EPISODE_13_NAMES
+    }
+
+
+def episode_13_alt(runs: dict[str, list[float]]) -> str:
+    """The alt text: every dot, and each row's mean (the page states them)."""
+    rows = "; ".join(
+        f"{name}: {' and '.join(f'{bits:.3f}' for bits in values)}, "
+        f"mean {sum(values) / len(values):.3f}"
+        for name, values in runs.items()
+    )
+    return (
+        "Dot chart: the tiny GPT with each swap, at equal training time, in bits "
+        f"per byte on the held-out files; one dot per seed, a line between them. {rows}."
+    )
+
+
+@figure("figures/13-equal-time.svg")
+def episode_13_equal_time() -> str:
+    from opbyop.plot import spread_chart, svg
+
+    runs = episode_13_runs()
+    drawing = spread_chart(
+        runs,
+        title="Each swap at equal training time, two seeds each",
+        value_label="bits per byte, all held-out files (lower is better)",
+    )
+    return svg(drawing, episode_13_alt(runs))
+
+
 # ---------------------------------------------------------------- performance
 
 SWEEP = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "sweep.json"

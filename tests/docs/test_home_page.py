@@ -23,6 +23,8 @@ EPISODES = {
     9: "Gradients by hand",
     10: "Training a tiny GPT",
     11: "Writing, one token at a time",
+    12: "Byte pairs",
+    13: "What changed since GPT-2",
 }
 
 
