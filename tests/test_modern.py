@@ -10,7 +10,9 @@ central differences on every parameter.
 
 from __future__ import annotations
 
+import json
 import math
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,8 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 from opbyop import (
+    gpt,
+    optim,
     rms_norm,
     rms_norm_backward,
     rotary,
@@ -305,3 +309,291 @@ def test_silu_far_out_is_x_or_zero_without_warnings() -> None:
 def test_bad_input_is_refused_by_name(call: Callable[[], object], error: type, match: str) -> None:
     with pytest.raises(error, match=match):
         call()
+
+
+# ---------------------------------------------------------------- a GPT with each option
+
+VARIANTS = {
+    "rms": {"norm": "rms"},
+    "swiglu": {"mlp": "swiglu"},
+    "rotary": {"positions": "rotary"},
+    "all three": {"norm": "rms", "mlp": "swiglu", "positions": "rotary"},
+}
+# One block of 12 numbers per token, 2 heads of 6.
+CHECKED = gpt.Config(vocab_size=11, context=8, n_layers=1, n_heads=2, d_model=12)
+
+
+def leaves(tree: Any, path: str = "") -> Iterator[tuple[str, Array]]:
+    """(path, array) for every array of a Params, None and the config left out."""
+    if isinstance(tree, np.ndarray):
+        yield path, tree
+    elif tree is None or isinstance(tree, gpt.Config):
+        return
+    elif hasattr(tree, "_fields"):
+        for field in tree._fields:
+            yield from leaves(getattr(tree, field), f"{path}.{field}".lstrip("."))
+    else:
+        for i, item in enumerate(tree):
+            yield from leaves(item, f"{path}[{i}]")
+
+
+def random_params(config: gpt.Config, seed: int = 0) -> gpt.Params:
+    """float64 weights large enough that every gradient entry matters."""
+    params = gpt.init(config, seed=seed, dtype=np.float64)
+    rng = np.random.default_rng(seed + 1)
+    for _, array in leaves(params):
+        array += 0.3 * rng.standard_normal(array.shape)
+    return params
+
+
+def mean_cross_entropy(logits: Array, targets: Array) -> float:
+    """The loss from the logits alone, in float64 (not the library's)."""
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    picked = np.take_along_axis(log_p, targets[..., None], axis=-1)
+    return float(-picked.mean())
+
+
+# On 8 numbers per token GPT-2's pieces make 1,040 parameters. Each variant's
+# count by hand: an RMS norm has no bias (3 norms of 8), SwiGLU is 3 matrices
+# of 32 x 8 (GELU's MLP: 2 of 32 x 8, and 32 + 8 biases), a rotary model has
+# no table of 8 positions.
+NO_BIASES, SWIGLU, NO_TABLE = -3 * 8, -(32 + 8) + 32 * 8, -8 * 8
+SIZES = {
+    "rms": 1040 + NO_BIASES,
+    "swiglu": 1040 + SWIGLU,
+    "rotary": 1040 + NO_TABLE,
+    "all three": 1040 + NO_BIASES + SWIGLU + NO_TABLE,
+}
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_every_gradient_of_a_variant_matches_central_differences(name: str) -> None:
+    config = CHECKED._replace(d_model=8, **VARIANTS[name])
+    params = random_params(config)
+    rng = np.random.default_rng(5)
+    ids = rng.integers(0, config.vocab_size, (2, 4))
+    targets = rng.integers(0, config.vocab_size, (2, 4))
+    _, grads = gpt.loss_and_grads(params, ids, targets)
+
+    def loss() -> float:
+        return mean_cross_entropy(gpt.forward(params, ids), targets)
+
+    h = 1e-5
+    count = 0
+    for (path, array), (grad_path, grad) in zip(leaves(params), leaves(grads), strict=True):
+        assert grad_path == path
+        count += array.size
+        numeric = numeric_gradient(loss, array, h)
+        assert_allclose(grad, numeric, rtol=0, atol=1e-8, err_msg=path)
+    assert count == SIZES[name]  # every parameter was checked
+
+
+def test_the_variant_code_on_gpt2_s_pieces_is_gpt2() -> None:
+    # variant_forward_backward runs GPT-2's pieces too: the same numbers as
+    # forward_backward, which tests/test_gpt.py checks against transformers.
+    params = random_params(CHECKED)
+    ids = np.random.default_rng(2).integers(0, 11, (2, 6))
+    loss, grads = gpt.forward_backward(params, ids, ids)
+    again, variant_grads = gpt.variant_forward_backward(params, ids, ids)
+    assert math.isclose(loss, again, rel_tol=1e-13)
+    for (path, a), (_, b) in zip(leaves(grads), leaves(variant_grads), strict=True):
+        assert_allclose(a, b, rtol=1e-12, atol=1e-15, err_msg=path)
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_no_position_sees_a_later_token(name: str) -> None:
+    params = random_params(CHECKED._replace(**VARIANTS[name]))
+    ids = np.array([[1, 2, 3, 4, 5, 6]])
+    changed = ids.copy()
+    changed[0, 4:] = [9, 10]
+    before, after = gpt.forward(params, ids), gpt.forward(params, changed)
+    # Equal but for rounding: products of other lengths round differently.
+    assert_allclose(before[:, :4], after[:, :4], rtol=0, atol=1e-12)
+    assert np.abs(before[:, 4:] - after[:, 4:]).max() > 1e-3
+
+
+def test_a_rotary_model_knows_the_order_without_a_position_table() -> None:
+    params = random_params(CHECKED._replace(positions="rotary"))
+    assert params.position_embedding.shape == (0, 12)
+    # Without positions, attention would see the same set of keys and values
+    # for the last token of both: only rotary tells 1 2 3 from 2 1 3.
+    swapped = gpt.forward(params, [[1, 2, 3], [2, 1, 3]])
+    assert np.abs(swapped[0, -1] - swapped[1, -1]).max() > 1e-3
+    # A run of one token gives every position the same keys and values:
+    # rotary changes only the weights, so the outputs stay the same.
+    same = gpt.forward(params, [3, 3, 3])
+    assert_allclose(same[2], same[0], rtol=0, atol=1e-12)
+
+
+def test_a_rotary_model_writes_the_same_with_and_without_the_cache() -> None:
+    config = gpt.Config(11, 16, 2, 2, 8, norm="rms", mlp="swiglu", positions="rotary")
+    params = random_params(config, seed=3)
+    prompt = np.array([[1, 2, 3], [4, 5, 6]])
+    for settings in ({}, {"do_sample": True, "seed": 1, "top_k": 5}):
+        cached = gpt.generate(params, prompt, 10, use_cache=True, **settings)
+        whole = gpt.generate(params, prompt, 10, use_cache=False, **settings)
+        assert_array_equal(cached, whole)
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_forward_with_cache_in_chunks_gives_forward_s_logits(name: str) -> None:
+    params = random_params(gpt.Config(11, 16, 2, 2, 8, **VARIANTS[name]), seed=4)
+    ids = np.random.default_rng(0).integers(0, 11, (2, 9))
+    whole = gpt.forward(params, ids)
+    first, cache = gpt.forward_with_cache(params, ids[:, :4])
+    middle, cache = gpt.forward_with_cache(params, ids[:, 4:8], cache)
+    last, cache = gpt.forward_with_cache(params, ids[:, 8:], cache)
+    assert cache.length == 9
+    got = np.concatenate([first, middle, last], axis=1)
+    assert_allclose(got, whole, rtol=0, atol=1e-12)
+
+
+# ---------------------------------------------------------------- config, sizes, files
+
+
+def test_the_options_are_named_tuple_fields_after_the_sizes() -> None:
+    config = gpt.Config(256, 128, 2, 4, 64)
+    assert config[5:] == ("layer", "gelu", "learned")
+    assert repr(config) == "Config(vocab_size=256, context=128, n_layers=2, n_heads=4, d_model=64)"
+    variant = config._replace(norm="rms", positions="rotary")
+    assert repr(variant).endswith("d_model=64, norm='rms', positions='rotary')")
+    assert not gpt.is_variant(config)
+    assert gpt.is_variant(variant)
+
+
+def test_swiglu_is_8_thirds_wide_rounded_up_to_16() -> None:
+    widths = {d: gpt.Config(10, 8, 1, 1, d, mlp="swiglu").d_mlp for d in (48, 64, 96, 128)}
+    assert widths == {48: 128, 64: 176, 96: 256, 128: 352}
+    assert gpt.Config(10, 8, 1, 1, 64).d_mlp == 256  # GPT-2's: 4 d_model
+
+
+def test_the_default_config_s_variants_have_about_gpt2_s_size() -> None:
+    from opbyop import train
+
+    sizes = {
+        name: sum(
+            a.size
+            for a in optim.named_arrays(gpt.init(train.DEFAULT_CONFIG._replace(**o))).values()
+        )
+        for name, o in {"gpt2": {}, **VARIANTS}.items()
+    }
+    d, layers, context = 64, 2, 128
+    assert sizes["rms"] == sizes["gpt2"] - (2 * layers + 1) * d
+    assert sizes["rotary"] == sizes["gpt2"] - context * d
+    # SwiGLU, 176 wide and no biases, against GELU's 256 wide with biases.
+    assert sizes["swiglu"] - sizes["gpt2"] == layers * (3 * 176 * d - (2 * 256 * d + 256 + d))
+
+
+@pytest.mark.parametrize(
+    ("config", "error", "match"),
+    [
+        (
+            gpt.Config(10, 8, 1, 2, 4, norm="batch"),
+            ValueError,
+            "config.norm must be 'layer' or 'rms'",
+        ),
+        (
+            gpt.Config(10, 8, 1, 2, 4, mlp="relu"),
+            ValueError,
+            "config.mlp must be 'gelu' or 'swiglu'",
+        ),
+        (gpt.Config(10, 8, 1, 2, 4, positions=None), ValueError, "config.positions must be"),  # type: ignore[arg-type]
+        (gpt.Config(10, 8, 1, 2, 6, positions="rotary"), ValueError, "must be even"),
+        ((10, 8, 1, 2, 4, "rms", "gelu", "learned", "x"), TypeError, "config must be a gpt.Config"),
+    ],
+)
+def test_init_refuses_bad_options(config: Any, error: type[Exception], match: str) -> None:
+    with pytest.raises(error, match=match):
+        gpt.init(config)
+
+
+def test_a_variant_s_state_dict_names_and_round_trip() -> None:
+    config = gpt.Config(11, 8, 2, 2, 8, norm="rms", mlp="swiglu", positions="rotary")
+    params = random_params(config)
+    tensors = gpt.state_dict(params)
+    assert "transformer.wpe.weight" not in tensors
+    assert not [name for name in tensors if name.endswith("bias") and ".ln_" in name]
+    h = config.d_mlp
+    assert tensors["transformer.h.1.mlp.gate_proj.weight"].shape == (h, 8)
+    assert tensors["transformer.h.1.mlp.up_proj.weight"].shape == (h, 8)
+    assert tensors["transformer.h.1.mlp.down_proj.weight"].shape == (8, h)
+    assert_array_equal(
+        tensors["transformer.h.0.mlp.up_proj.weight"], params.blocks[0].mlp.widen.weight[h:]
+    )
+    again = gpt.from_state_dict(tensors, config)
+    for (path, a), (_, b) in zip(leaves(params), leaves(again), strict=True):
+        assert_array_equal(a, b, err_msg=path)
+    assert again.blocks[0].norm_1.bias is None
+    assert again.blocks[0].mlp.narrow.bias is None
+    tensors["transformer.h.0.ln_1.bias"] = np.zeros(8)
+    with pytest.raises(ValueError, match=r"unexpected tensor transformer\.h\.0\.ln_1\.bias"):
+        gpt.from_state_dict(tensors, config)
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_a_saved_variant_loads_back_and_is_not_gpt2(name: str) -> None:
+    config = gpt.Config(11, 8, 1, 2, 8, **VARIANTS[name])
+    params = random_params(config)
+    folder = gpt.save(params, tempfile.mkdtemp())
+    saved = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    assert saved["model_type"] == "opbyop-gpt"
+    assert "architectures" not in saved
+    pieces = {"norm": config.norm, "mlp": config.mlp, "positions": config.positions}
+    assert {k: saved[k] for k in pieces} == pieces
+    assert saved["n_inner"] == config.d_mlp
+    model = gpt.load(folder)
+    assert model.config == config
+    ids = np.array([[1, 2, 3, 4]])
+    assert_array_equal(gpt.forward(model.params, ids), gpt.forward(params, ids))
+
+
+def test_a_variant_s_config_json_is_checked() -> None:
+    config = gpt.Config(11, 8, 1, 2, 8, norm="rms")
+    folder = gpt.save(gpt.init(config), tempfile.mkdtemp())
+    saved = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    for key, value, match in (
+        ("norm", "batch", "norm is 'batch'"),
+        ("rms_norm_eps", 1e-5, "rms_norm_eps is 1e-05"),
+        ("model_type", "llama", "model_type is 'llama'"),
+    ):
+        (folder / "config.json").write_text(json.dumps(saved | {key: value}), encoding="utf-8")
+        with pytest.raises(ValueError, match=match):
+            gpt.load(folder)
+
+
+def test_a_gpt2_checkpoint_is_still_saved_as_gpt2() -> None:
+    folder = gpt.save(gpt.init(gpt.Config(11, 8, 1, 2, 8)), tempfile.mkdtemp())
+    saved = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    assert saved["model_type"] == "gpt2"
+    assert saved["architectures"] == ["GPT2LMHeadModel"]
+    assert not {"norm", "mlp", "positions"} & set(saved)
+
+
+# ---------------------------------------------------------------- training
+
+
+def test_adamw_and_clipping_train_a_variant() -> None:
+    config = gpt.Config(11, 8, 1, 2, 8, norm="rms", mlp="swiglu", positions="rotary")
+    params = gpt.init(config)
+    optimizer = optim.AdamW(params, lr=1e-2)
+    ids = np.tile(np.arange(8) % 11, (4, 1))
+    targets = (ids + 1) % 11
+    losses = []
+    for _ in range(30):
+        loss, grads = gpt.loss_and_grads(params, ids, targets)
+        losses.append(loss)
+        optim.clip_grad_norm(grads, 1.0)
+        optimizer.step(grads)
+    assert losses[-1] < losses[0] - 1.0
+    assert params.blocks[0].norm_1.bias is None  # still no bias to train
+
+
+def test_fit_trains_a_variant() -> None:
+    from opbyop import train
+
+    config = gpt.Config(256, 32, 1, 2, 16, norm="rms", mlp="swiglu", positions="rotary")
+    text = "def f(x):\n    return x + 1\n\n" * 40
+    params, log = train.fit(config, text, text[:200], steps=4, progress=False)
+    assert params.config == config
+    assert log["config"] == config._asdict()

@@ -116,6 +116,12 @@ from opbyop.layers import (
     layer_norm_backward,
     linear,
     linear_backward,
+    rms_norm,
+    rms_norm_backward,
+    rotary,
+    rotary_backward,
+    silu,
+    silu_backward,
 )
 from opbyop.ops import (
     attention_backward,
@@ -129,32 +135,67 @@ Array = NDArray[Any]
 
 LAYER_NORM_EPS = 1e-5  # GPT-2's, and PyTorch's default
 # --8<-- [end:setup]
+RMS_NORM_EPS = 1e-6  # LlamaRMSNorm's
+ROTARY_BASE = 10000.0  # Llama's rope_theta, and the RoFormer paper's
 
 
 # ------------------------------------------------------------- the weights
 # --8<-- [start:weights]
 class Config(NamedTuple):
-    """A GPT's sizes. `d_model` must divide by `n_heads`."""
+    """A GPT's sizes, and its pieces. `d_model` must divide by `n_heads`.
+
+    The last three choose each piece: GPT-2's (the defaults) or the one
+    Llama-style models use instead (see `variant_forward_backward`).
+    """
 
     vocab_size: int  # how many different tokens
     context: int  # the longest sequence: one position vector each
     n_layers: int  # how many blocks
     n_heads: int  # attention heads per block
     d_model: int  # numbers per token
+    norm: str = "layer"  # "layer" (GPT-2's), or "rms": rms_norm, no bias
+    mlp: str = "gelu"  # "gelu" (GPT-2's, 4 d_model), or "swiglu"
+    positions: str = "learned"  # "learned" (a table), or "rotary"
+
+    @property
+    def d_mlp(self) -> int:
+        """The MLP's width: 4 d_model, or for SwiGLU 8/3 d_model.
+
+        SwiGLU has three matrices where GPT-2's MLP has two, so at
+        ``8/3 d_model`` (rounded up to a multiple of 16, as Llama rounds
+        it to a multiple of 256) it has about as many weights.
+        """
+        if self.mlp == "swiglu":
+            return -(-8 * self.d_model // (3 * 16)) * 16  # rounded up
+        return 4 * self.d_model
+
+    def __repr__(self) -> str:
+        # The sizes, then only the pieces that are not GPT-2's.
+        defaults = self._field_defaults  # the pieces have defaults
+        shown = [
+            f"{k}={v!r}"
+            for k, v in zip(self._fields, self, strict=True)
+            if k not in defaults or v != defaults[k]
+        ]
+        return f"Config({', '.join(shown)})"
 
 
 class Linear(NamedTuple):
     """A linear layer's weights: ``linear(x, *Linear)``."""
 
     weight: Array  # [d_out, d_in]
-    bias: Array  # [d_out]
+    bias: Array | None  # [d_out]; None in the SwiGLU MLP, Llama's has none
 
 
 class Norm(NamedTuple):
-    """A layer norm's learned scale and shift: ``layer_norm(x, *Norm)``."""
+    """A norm's learned scale and shift: ``layer_norm(x, *Norm)``.
+
+    An RMS norm (``config.norm == "rms"``) has a scale only, as Llama's:
+    its bias is None, and it is ``rms_norm(x, norm.weight)``.
+    """
 
     weight: Array  # [d_model]
-    bias: Array  # [d_model]
+    bias: Array | None  # [d_model]; None in an RMS norm
 
 
 class Attention(NamedTuple):
@@ -165,10 +206,15 @@ class Attention(NamedTuple):
 
 
 class MLP(NamedTuple):
-    """Widen each token's vector four times, apply GELU, narrow it back."""
+    """Widen each token's vector four times, apply GELU, narrow it back.
 
-    widen: Linear  # [4 * d_model, d_model]
-    narrow: Linear  # [d_model, 4 * d_model]
+    SwiGLU (``config.mlp == "swiglu"``, no biases) widens twice in one
+    product, the gate's rows then up's, as q, k and v share one:
+    ``narrow(silu(gate) * up)``.
+    """
+
+    widen: Linear  # [4 * d_model, d_model]; SwiGLU: [2 * d_mlp, d_model]
+    narrow: Linear  # [d_model, 4 * d_model]; SwiGLU: [d_model, d_mlp]
 
 
 class Block(NamedTuple):
@@ -185,7 +231,7 @@ class Params(NamedTuple):
 
     config: Config
     token_embedding: Array  # [vocab_size, d_model]: input and output
-    position_embedding: Array  # [context, d_model]
+    position_embedding: Array  # [context, d_model]; rotary: [0, d_model]
     blocks: tuple[Block, ...]  # n_layers of them
     final_norm: Norm
 
@@ -196,13 +242,22 @@ class Params(NamedTuple):
 # ------------------------------------------------------------ checks
 def _checked_config(config: object) -> Config:
     """`config` as a Config of positive integers that fit together."""
-    if not isinstance(config, tuple) or len(config) != len(Config._fields):
+    if not isinstance(config, tuple) or not 5 <= len(config) <= 8:
         raise TypeError(
             "config must be a gpt.Config(vocab_size, context, n_layers, "
             f"n_heads, d_model), got {config!r:.100}"
         )
     config = Config(*config)
+    for name, choices in _PIECES.items():
+        value = getattr(config, name)
+        if not isinstance(value, str) or value not in choices:
+            raise ValueError(
+                f"config.{name} must be {' or '.join(map(repr, choices))}, "
+                f"got {value!r}"
+            )
     for name, value in config._asdict().items():
+        if name in _PIECES:
+            continue
         if isinstance(value, bool) or not isinstance(value, Integral):
             raise TypeError(f"config.{name} must be an integer, got {value!r}")
         if value < 1:
@@ -212,7 +267,38 @@ def _checked_config(config: object) -> Config:
             f"config.d_model = {config.d_model} does not divide into "
             f"n_heads = {config.n_heads} heads of equal size"
         )
-    return Config(*(int(value) for value in config))
+    if config.positions == "rotary" and config.d_model // config.n_heads % 2:
+        raise ValueError(
+            f"config.positions = 'rotary' turns pairs of numbers: each "
+            f"head's d_model / n_heads = {config.d_model // config.n_heads} "
+            "must be even"
+        )
+    sizes: dict[str, Any] = {
+        k: int(v) for k, v in config._asdict().items() if k not in _PIECES
+    }
+    return config._replace(**sizes)
+
+
+# Each piece's choices, GPT-2's first.
+_PIECES = {
+    "norm": ("layer", "rms"),
+    "mlp": ("gelu", "swiglu"),
+    "positions": ("learned", "rotary"),
+}
+
+
+def is_variant(config: Config) -> bool:
+    """Whether `config` swaps any piece of GPT-2's for another.
+
+    Examples
+    --------
+    >>> from opbyop import gpt
+    >>> gpt.is_variant(gpt.Config(10, 8, 1, 2, 4))
+    False
+    >>> gpt.is_variant(gpt.Config(10, 8, 1, 2, 4, norm="rms"))
+    True
+    """
+    return config[5:] != ("layer", "gelu", "learned")
 
 
 def _checked_ids(ids: object, config: Config, name: str = "ids") -> Array:
@@ -432,6 +518,8 @@ def forward(params: Params, ids: ArrayLike) -> Array:
     """
     params = _checked_params(params)
     ids = _checked_ids(ids, params.config)
+    if is_variant(params.config):
+        return _variant_forward(params, ids)
     # --8<-- [start:forward_body]
     x = embed(ids, params.token_embedding, params.position_embedding)
     for block in params.blocks:
@@ -580,6 +668,8 @@ def _forward_with_cache(
     params: Params, ids: Array, cache: KVCache | None
 ) -> tuple[Array, KVCache]:
     """`forward_with_cache` on checked arguments (checked once per text)."""
+    if is_variant(params.config):
+        return _variant_forward_with_cache(params, ids, cache)
     config, start = params.config, 0 if cache is None else cache.length
     tokens, positions = params.token_embedding, params.position_embedding
     x = embed(ids, tokens, positions, start)
@@ -1024,6 +1114,8 @@ def forward_backward(
     >>> grads.token_embedding.shape
     (10, 4)
     """
+    if is_variant(params.config):
+        return variant_forward_backward(params, ids, targets)
     # --8<-- [start:forward_backward_body]
     config = params.config
     # Forward, keeping what the backward pass needs.
@@ -1058,6 +1150,351 @@ def forward_backward(
 
 
 # --8<-- [end:forward_backward]
+
+
+# ---------------------------------------------- since GPT-2: Llama's swaps
+#
+# A config's norm, mlp and positions choose each piece of a block: GPT-2's
+# (the functions above, which pages show and benchmarks time) or the one
+# Llama-style models use. The functions below run any mix of them; forward,
+# forward_backward and forward_with_cache hand a variant's work to them.
+
+
+# --8<-- [start:normalize]
+def normalize(x: Array, norm: Norm) -> Array:  # [..., n, d] -> [..., n, d]
+    """`layer_norm` with the norm's scale and shift, or `rms_norm`.
+
+    A norm with no bias is an RMS norm (``config.norm == "rms"``), with
+    Llama's eps; otherwise it is GPT-2's layer norm.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import gpt
+    >>> rms = gpt.Norm(np.ones(2), None)  # no bias: an RMS norm
+    >>> gpt.normalize(np.array([[3.0, 4.0]]), rms).round(4)
+    array([[0.8485, 1.1314]])
+    """
+    if norm.bias is None:
+        return rms_norm(x, norm.weight, eps=RMS_NORM_EPS)
+    return layer_norm(x, norm.weight, norm.bias, eps=LAYER_NORM_EPS)
+
+
+def normalize_backward(
+    dy: Array, x: Array, norm: Norm
+) -> tuple[Array, Norm]:  # [..., n, d] -> [..., n, d], the norm's grads
+    """The gradients of `normalize`: for `x`, and for the norm's weights."""
+    if norm.bias is None:
+        dx, d_weight = rms_norm_backward(dy, x, norm.weight, eps=RMS_NORM_EPS)
+        return dx, Norm(d_weight, None)
+    dx, d_weight, d_bias = layer_norm_backward(
+        dy, x, norm.weight, eps=LAYER_NORM_EPS
+    )
+    return dx, Norm(d_weight, d_bias)
+
+
+# --8<-- [end:normalize]
+
+
+class VariantCache(NamedTuple):
+    """What `variant_block_forward` computed, for `variant_block_backward`."""
+
+    x: Array  # the block's input [..., n, d]
+    normed_1: Array
+    q: Array  # [..., n_heads, n, d_head], rotated if rotary
+    k: Array
+    v: Array
+    weights: Array  # attention's [..., n_heads, n, n]
+    merged: Array  # [..., n, d]
+    middle: Array  # x + the attention half
+    normed_2: Array
+    widened: Array  # GELU: [..., n, 4 d]; SwiGLU: gate, then up
+    activated: Array  # GELU: gelu(widened); SwiGLU: silu(gate)
+    hidden: Array  # what the narrowing gets: activated, or it times up
+
+
+# --8<-- [start:variant_mlp]
+def variant_mlp_half(
+    middle: Array, block: Block
+) -> tuple[Array, Array, Array, Array, Array]:  # [..., n, d] -> [..., n, d]
+    """``middle + mlp(norm_2(middle))``, GELU's MLP or SwiGLU's.
+
+    Returns the output, then what `variant_block_backward` needs: the
+    normed input, the widened vectors, the activation, and the hidden
+    vectors the narrowing takes.
+    """
+    normed_2 = normalize(middle, block.norm_2)
+    widened = linear(normed_2, *block.mlp.widen)  # [..., n, 4 d] or 2 h
+    activated: Array
+    hidden: Array
+    if block.mlp.widen.bias is None:  # SwiGLU: silu(gate) * up
+        h = widened.shape[-1] // 2
+        activated = silu(widened[..., :h])
+        hidden = activated * widened[..., h:]  # [..., n, h]
+    else:
+        activated = hidden = gelu(widened, approximate="tanh")
+    out = middle + linear(hidden, *block.mlp.narrow)  # residual add
+    return out, normed_2, widened, activated, hidden
+
+
+# --8<-- [end:variant_mlp]
+
+
+# --8<-- [start:variant_block_forward]
+def variant_block_forward(
+    x: Array, block: Block, n_heads: int, positions: Array | None
+) -> tuple[Array, VariantCache]:  # [..., n, d] -> [..., n, d], the cache
+    """`block_forward` with any norm and MLP, and rotary positions.
+
+    `positions` holds each row's position for rotary positions: the
+    queries and keys of every head are turned by `rotary` (the values are
+    not). None: the positions are in the embeddings, as GPT-2's.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import gpt
+    >>> config = gpt.Config(10, 8, 1, 2, 4, "rms", "swiglu", "rotary")
+    >>> block = gpt.init(config).blocks[0]
+    >>> x = np.ones((3, 4), dtype=np.float32)
+    >>> out, cache = gpt.variant_block_forward(x, block, 2, np.arange(3))
+    >>> out.shape, cache.widened.shape  # 2 x 16: gate and up
+    ((3, 4), (3, 32))
+    """
+    normed_1 = normalize(x, block.norm_1)
+    q, k, v = queries_keys_values(normed_1, block.attention, n_heads)
+    if positions is not None:  # rotary: turn each head's queries and keys
+        q, k = rotary(q, positions), rotary(k, positions)
+    weights = attention_weights(q, k, is_causal=True)  # [..., h, n, n]
+    merged = merge_heads(weights @ v)  # [..., n, d]
+    middle = x + linear(merged, *block.attention.output)  # residual add
+    out, *mlp = variant_mlp_half(middle, block)
+    return out, VariantCache(
+        x, normed_1, q, k, v, weights, merged, middle, *mlp
+    )
+
+
+# --8<-- [end:variant_block_forward]
+
+
+# --8<-- [start:variant_block_backward]
+def variant_block_backward(
+    d_out: Array,
+    cache: VariantCache,
+    block: Block,
+    n_heads: int,
+    positions: Array | None,
+) -> tuple[Array, Block]:  # [..., n, d] -> [..., n, d], the block's grads
+    """The gradients of `variant_block_forward`, last step first.
+
+    As `block_backward`, with `normalize_backward` for each norm; for
+    SwiGLU, the product ``silu(gate) * up`` sends each factor the other
+    times the gradient; for rotary positions, the gradients of the turned
+    queries and keys are turned back (`rotary_backward`).
+    """
+    c = cache
+    d_hidden, *d_narrow = linear_backward(
+        d_out, c.hidden, block.mlp.narrow.weight
+    )
+    if block.mlp.widen.bias is None:  # SwiGLU
+        h = c.activated.shape[-1]
+        gate, up = c.widened[..., :h], c.widened[..., h:]
+        d_gate = silu_backward(d_hidden * up, gate)
+        d_widened = np.concatenate([d_gate, d_hidden * c.activated], axis=-1)
+    else:
+        d_widened = gelu_backward(
+            d_hidden, c.widened, approximate="tanh", y=c.activated
+        )
+    d_normed_2, *d_widen = linear_backward(
+        d_widened, c.normed_2, block.mlp.widen.weight
+    )
+    d_middle, d_norm_2 = normalize_backward(d_normed_2, c.middle, block.norm_2)
+    d_middle += d_out  # the residual add
+    d_merged, *d_output = linear_backward(
+        d_middle, c.merged, block.attention.output.weight
+    )
+    d_heads = split_heads(d_merged, n_heads)
+    d_q, d_k, d_v = attention_backward(d_heads, c.q, c.k, c.v, c.weights)
+    if positions is not None:  # turn the gradients back
+        d_q, d_k = (
+            rotary_backward(d_q, positions),
+            rotary_backward(d_k, positions),
+        )
+    d_qkv = np.concatenate(
+        [merge_heads(d_q), merge_heads(d_k), merge_heads(d_v)], axis=-1
+    )
+    d_normed_1, *d_qkv_params = linear_backward(
+        d_qkv, c.normed_1, block.attention.qkv.weight
+    )
+    dx, d_norm_1 = normalize_backward(d_normed_1, c.x, block.norm_1)
+    dx += d_middle  # the residual add
+    no_bias = block.mlp.widen.bias is None
+    grads = Block(
+        norm_1=d_norm_1,
+        attention=Attention(Linear(*d_qkv_params), Linear(*d_output)),
+        norm_2=d_norm_2,
+        mlp=MLP(
+            Linear(d_widen[0], None if no_bias else d_widen[1]),
+            Linear(d_narrow[0], None if no_bias else d_narrow[1]),
+        ),
+    )
+    return dx, grads
+
+
+# --8<-- [end:variant_block_backward]
+
+
+def _rotary_positions(config: Config, start: int, n: int) -> Array | None:
+    """Positions ``start .. start + n - 1`` for a rotary model, else None."""
+    if config.positions == "rotary":
+        return np.arange(start, start + n)
+    return None
+
+
+def _variant_embed(params: Params, ids: Array, start: int) -> Array:
+    """Each token's row, plus its position's row unless rotary."""
+    if params.config.positions == "rotary":
+        return params.token_embedding[ids]  # [..., n, d]
+    return embed(ids, params.token_embedding, params.position_embedding, start)
+
+
+def _variant_embed_backward(
+    dx: Array, ids: Array, params: Params
+) -> tuple[Array, Array]:  # [..., n, d] -> [vocab, d], [context or 0, d]
+    """`embed_backward`; a rotary model's empty table gets an empty grad."""
+    if params.config.positions == "rotary":
+        d_tokens = np.zeros_like(params.token_embedding)
+        np.add.at(d_tokens, ids.reshape(-1), dx.reshape(-1, dx.shape[-1]))
+        return d_tokens, np.zeros_like(params.position_embedding)
+    tables = params.token_embedding, params.position_embedding
+    return embed_backward(dx, ids, *tables)
+
+
+# --8<-- [start:variant_forward_backward]
+def variant_forward_backward(
+    params: Params, ids: Array, targets: Array
+) -> tuple[float, Params]:  # [batch, n], [batch, n] -> loss, grads
+    """`forward_backward` for any config: GPT-2's pieces or Llama's.
+
+    ``config.norm`` "rms" puts `rms_norm` (eps 1e-6, no bias) where GPT-2
+    has layer norm, in every block and at the end; ``config.mlp``
+    "swiglu" puts ``narrow(silu(gate) * up)``, ``config.d_mlp`` wide and
+    without biases, where GPT-2 has its GELU MLP; ``config.positions``
+    "rotary" drops the position table and turns every block's queries and
+    keys by `rotary` instead. Attention's linear layers keep their biases,
+    as GPT-2's. `forward_backward` hands a variant to this function.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import gpt
+    >>> config = gpt.Config(10, 8, 1, 2, 4, positions="rotary")
+    >>> params = gpt.init(config)
+    >>> ids = np.array([[1, 2, 3]])
+    >>> loss, grads = gpt.variant_forward_backward(params, ids, ids)
+    >>> grads.position_embedding.shape  # no table
+    (0, 4)
+    """
+    config = params.config
+    positions = _rotary_positions(config, 0, ids.shape[-1])
+    x = _variant_embed(params, ids, 0)
+    caches = []
+    for block in params.blocks:
+        x, cache = variant_block_forward(x, block, config.n_heads, positions)
+        caches.append(cache)
+    normed = normalize(x, params.final_norm)
+    logits = linear(normed, params.token_embedding)
+    loss = cross_entropy(logits, targets)
+    d_logits = cross_entropy_backward(logits, targets)
+    d_normed, d_tokens_out, _ = linear_backward(
+        d_logits, normed, params.token_embedding
+    )
+    dx, d_final_norm = normalize_backward(d_normed, x, params.final_norm)
+    block_grads = []
+    for block, cache in zip(params.blocks[::-1], caches[::-1], strict=True):
+        dx, grads = variant_block_backward(
+            dx, cache, block, config.n_heads, positions
+        )
+        block_grads.append(grads)
+    d_tokens_in, d_positions = _variant_embed_backward(dx, ids, params)
+    return loss, Params(
+        config=config,
+        token_embedding=d_tokens_in + d_tokens_out,  # tied: both uses add
+        position_embedding=d_positions,
+        blocks=tuple(block_grads[::-1]),
+        final_norm=d_final_norm,
+    )
+
+
+# --8<-- [end:variant_forward_backward]
+
+
+def _variant_forward(params: Params, ids: Array) -> Array:
+    """`forward` for any config, on checked ids."""
+    config = params.config
+    positions = _rotary_positions(config, 0, ids.shape[-1])
+    x = _variant_embed(params, ids, 0)
+    for block in params.blocks:
+        x, _ = variant_block_forward(x, block, config.n_heads, positions)
+    x = normalize(x, params.final_norm)
+    return linear(x, params.token_embedding)
+
+
+# --8<-- [start:variant_block_step]
+def variant_block_step(
+    x: Array,
+    block: Block,
+    n_heads: int,
+    past: tuple[Array, Array] | None,
+    rotary_positions: bool,
+) -> tuple[Array, Array, Array]:  # [..., n, d] -> [..., n, d], k, v
+    """`block_step` with any norm and MLP, and rotary positions.
+
+    With `rotary_positions`, new token ``i`` sits at position ``start +
+    i``, ``start`` the number of cached keys: its query and key are
+    turned by that position's angles, and the cache keeps the keys turned.
+    """
+    start = 0 if past is None else past[0].shape[-2]
+    n = x.shape[-2]
+    normed_1 = normalize(x, block.norm_1)
+    q, k, v = queries_keys_values(normed_1, block.attention, n_heads)
+    if rotary_positions:
+        positions = np.arange(start, start + n)
+        q, k = rotary(q, positions), rotary(k, positions)
+    if past is not None:
+        k = np.concatenate([past[0], k], axis=-2)  # [..., h, start + n, dh]
+        v = np.concatenate([past[1], v], axis=-2)
+    if n == 1:  # one new token looks at every key
+        scores = q @ np.swapaxes(k, -1, -2) * (1 / math.sqrt(q.shape[-1]))
+        weights = softmax(scores)
+    else:  # each looks at the keys up to its own
+        mask = np.tri(n, start + n, k=start, dtype=bool)
+        weights = attention_weights(q, k, mask=mask)
+    merged = merge_heads(weights @ v)
+    middle = x + linear(merged, *block.attention.output)
+    out, *_ = variant_mlp_half(middle, block)
+    return out, k, v
+
+
+# --8<-- [end:variant_block_step]
+
+
+def _variant_forward_with_cache(
+    params: Params, ids: Array, cache: KVCache | None
+) -> tuple[Array, KVCache]:
+    """`_forward_with_cache` for any config."""
+    config, start = params.config, 0 if cache is None else cache.length
+    x = _variant_embed(params, ids, start)
+    rotate = config.positions == "rotary"
+    keys, values = [], []
+    for i, block in enumerate(params.blocks):
+        past = None if cache is None else (cache.keys[i], cache.values[i])
+        x, k, v = variant_block_step(x, block, config.n_heads, past, rotate)
+        keys.append(k)
+        values.append(v)
+    x = normalize(x, params.final_norm)
+    logits = linear(x, params.token_embedding)
+    return logits, KVCache(tuple(keys), tuple(values))
 
 
 # --8<-- [start:loss_and_grads]
@@ -1180,7 +1617,7 @@ def _arrays(tree: Any) -> Iterator[Array]:
     """The arrays of a tree shaped as `Params`, in order."""
     if isinstance(tree, np.ndarray):
         yield tree
-    elif not isinstance(tree, Config):
+    elif tree is not None and not isinstance(tree, Config):  # None: no bias
         for part in tree:
             yield from _arrays(part)
 
@@ -1228,14 +1665,22 @@ def init(
     so the sum of the blocks' additions keeps its size however deep the
     model. Biases are 0, layer norms' weights 1 and biases 0.
 
+    The variants draw the same way: an RMS norm's weights are 1 (it has
+    no bias); SwiGLU's two widening matrices (one array, ``widen``) are
+    0.02 and its narrowing 0.02 / sqrt(2 n_layers), with no biases; a
+    rotary model has no position table (an empty ``[0, d_model]``), so
+    nothing is drawn for it. The linear layers of attention keep GPT-2's
+    biases in every variant.
+
     Parameters
     ----------
     config : Config
         The sizes.
     seed : int, optional
         For `numpy.random.default_rng`. The numbers are drawn in float64 in
-        a fixed order (token table, position table, then each block's qkv,
-        output, widen and narrow matrices) and then rounded to `dtype`, so a
+        a fixed order (token table, position table unless rotary, then each
+        block's qkv, output, widen and narrow matrices) and then rounded to
+        `dtype`, so a
         float32 model is the float64 one rounded.
     dtype : numpy.float32 or numpy.float64, optional
         float32 to train (the default), float64 to check gradients.
@@ -1272,16 +1717,25 @@ def init(
         return np.zeros(size, dtype=work)
 
     def norm() -> Norm:
-        return Norm(np.ones(d, dtype=work), zeros(d))
+        bias = zeros(d) if config.norm == "layer" else None
+        return Norm(np.ones(d, dtype=work), bias)
 
     token_embedding = normal((config.vocab_size, d))
-    position_embedding = normal((config.context, d))
+    if config.positions == "learned":
+        position_embedding = normal((config.context, d))
+    else:  # rotary: no table
+        position_embedding = np.zeros((0, d), dtype=work)
+    h = config.d_mlp
     blocks = []
     for _ in range(n_layers):
         qkv = Linear(normal((3 * d, d)), zeros(3 * d))
         output = Linear(normal((d, d), residual_std), zeros(d))
-        widen = Linear(normal((4 * d, d)), zeros(4 * d))
-        narrow = Linear(normal((d, 4 * d), residual_std), zeros(d))
+        if config.mlp == "gelu":
+            widen = Linear(normal((h, d)), zeros(h))
+            narrow = Linear(normal((d, h), residual_std), zeros(d))
+        else:  # SwiGLU: the gate's and up's rows in one array, no biases
+            widen = Linear(normal((2 * h, d)), None)
+            narrow = Linear(normal((d, h), residual_std), None)
         blocks.append(
             Block(norm(), Attention(qkv, output), norm(), MLP(widen, narrow))
         )
@@ -1325,7 +1779,7 @@ _TRANSPOSED |= {"mlp.c_fc.weight", "mlp.c_proj.weight"}
 
 def _expected_shapes(config: Config) -> dict[str, tuple[int, ...]]:
     """Every tensor `state_dict` gives for `config`, and its shape."""
-    d, v = config.d_model, config.vocab_size
+    d, v, h = config.d_model, config.vocab_size, config.d_mlp
     shapes: dict[str, tuple[int, ...]] = {
         "transformer.wte.weight": (v, d),
         "transformer.wpe.weight": (config.context, d),
@@ -1344,11 +1798,24 @@ def _expected_shapes(config: Config) -> dict[str, tuple[int, ...]]:
         "mlp.c_proj.weight": (4 * d, d),
         "mlp.c_proj.bias": (d,),
     }
+    if config.mlp == "swiglu":  # Llama's names and layouts, [d_out, d_in]
+        block = {k: s for k, s in block.items() if not k.startswith("mlp.")}
+        block["mlp.gate_proj.weight"] = (h, d)
+        block["mlp.up_proj.weight"] = (h, d)
+        block["mlp.down_proj.weight"] = (d, h)
     for i in range(config.n_layers):
         for name, shape in block.items():
             shapes[f"transformer.h.{i}.{name}"] = shape
     shapes["transformer.ln_f.weight"] = (d,)
     shapes["transformer.ln_f.bias"] = (d,)
+    if config.norm == "rms":  # no biases
+        shapes = {
+            k: s
+            for k, s in shapes.items()
+            if not k.endswith(("ln_1.bias", "ln_2.bias", "ln_f.bias"))
+        }
+    if config.positions == "rotary":  # no position table
+        del shapes["transformer.wpe.weight"]
     return shapes
 
 
@@ -1367,6 +1834,14 @@ def state_dict(params: Params) -> dict[str, Array]:
     is no ``lm_head.weight``: the output layer is the token table. Works on
     gradients too (they are `Params`). Every array is a new contiguous copy.
 
+    A variant's tensors: an RMS norm has only its ``weight`` (no
+    ``ln_1.bias``, ``ln_2.bias``, ``ln_f.bias``); a rotary model has no
+    ``transformer.wpe.weight``; a SwiGLU MLP is Llama's three matrices in
+    Llama's layout, ``[d_out, d_in]``, with no biases:
+    ``transformer.h.0.mlp.gate_proj.weight`` and ``up_proj.weight``
+    ``[d_mlp, d_model]`` (the two halves of ``mlp.widen.weight``) and
+    ``down_proj.weight`` ``[d_model, d_mlp]``.
+
     Examples
     --------
     >>> from opbyop import gpt
@@ -1377,18 +1852,31 @@ def state_dict(params: Params) -> dict[str, Array]:
     16
     """
     params = _checked_params(params)
+    config = params.config
     tensors = {
         "transformer.wte.weight": params.token_embedding,
         "transformer.wpe.weight": params.position_embedding,
     }
+    if config.positions == "rotary":
+        del tensors["transformer.wpe.weight"]  # no table
+    swiglu = config.mlp == "swiglu"
     for i, block in enumerate(params.blocks):
         for path, name in _BLOCK_NAMES.items():
             tensor = _get(block, path)
+            if tensor is None or (swiglu and path[0] == "mlp"):
+                continue  # an RMS norm's bias; SwiGLU's, below
             tensors[f"transformer.h.{i}.{name}"] = (
                 tensor.T if name in _TRANSPOSED else tensor
             )
+        if swiglu:
+            gate, up = np.split(block.mlp.widen.weight, 2)
+            tensors[f"transformer.h.{i}.mlp.gate_proj.weight"] = gate
+            tensors[f"transformer.h.{i}.mlp.up_proj.weight"] = up
+            down = block.mlp.narrow.weight
+            tensors[f"transformer.h.{i}.mlp.down_proj.weight"] = down
     tensors["transformer.ln_f.weight"] = params.final_norm.weight
-    tensors["transformer.ln_f.bias"] = params.final_norm.bias
+    if params.final_norm.bias is not None:
+        tensors["transformer.ln_f.bias"] = params.final_norm.bias
     return {name: np.array(t, order="C") for name, t in tensors.items()}
 
 
@@ -1474,10 +1962,22 @@ def from_state_dict(
         return np.array(array.T if short in _TRANSPOSED else array, order="C")
 
     def norm(prefix: str) -> Norm:
+        if config.norm == "rms":
+            return Norm(take(f"{prefix}.weight"), None)
         return Norm(take(f"{prefix}.weight"), take(f"{prefix}.bias"))
 
     def linear_(prefix: str) -> Linear:
         return Linear(take(f"{prefix}.weight"), take(f"{prefix}.bias"))
+
+    def mlp(h: str) -> MLP:
+        if config.mlp == "gelu":
+            return MLP(linear_(f"{h}.mlp.c_fc"), linear_(f"{h}.mlp.c_proj"))
+        gate, up = (
+            take(f"{h}.mlp.gate_proj.weight"),
+            take(f"{h}.mlp.up_proj.weight"),
+        )
+        widen = Linear(np.concatenate([gate, up]), None)
+        return MLP(widen, Linear(take(f"{h}.mlp.down_proj.weight"), None))
 
     blocks = []
     for i in range(config.n_layers):
@@ -1489,13 +1989,18 @@ def from_state_dict(
                     linear_(f"{h}.attn.c_attn"), linear_(f"{h}.attn.c_proj")
                 ),
                 norm_2=norm(f"{h}.ln_2"),
-                mlp=MLP(linear_(f"{h}.mlp.c_fc"), linear_(f"{h}.mlp.c_proj")),
+                mlp=mlp(h),
             )
         )
+    if config.positions == "rotary":  # no table
+        dtype = arrays["transformer.wte.weight"].dtype
+        positions = np.zeros((0, config.d_model), dtype=dtype)
+    else:
+        positions = take("transformer.wpe.weight")
     return Params(
         config,
         take("transformer.wte.weight"),
-        take("transformer.wpe.weight"),
+        positions,
         tuple(blocks),
         norm("transformer.ln_f"),
     )
@@ -1503,7 +2008,14 @@ def from_state_dict(
 
 # ------------------------------------------------------------ files
 def _hf_config(config: Config, dtype: np.dtype[Any]) -> dict[str, Any]:
-    """config.json for ``GPT2LMHeadModel``: this module's architecture."""
+    """config.json for ``GPT2LMHeadModel``: this module's architecture.
+
+    A variant is not GPT-2: its model_type is "opbyop-gpt", which no
+    Hugging Face class claims, and it names no architecture, so
+    ``transformers`` refuses it rather than loading it as GPT-2.
+    """
+    if is_variant(config):
+        return _variant_hf_config(config, dtype)
     return {
         "architectures": ["GPT2LMHeadModel"],
         "model_type": "gpt2",
@@ -1530,6 +2042,41 @@ def _hf_config(config: Config, dtype: np.dtype[Any]) -> dict[str, Any]:
     }
 
 
+def _variant_hf_config(config: Config, dtype: np.dtype[Any]) -> dict[str, Any]:
+    """config.json for a variant: GPT-2's sizes, and the pieces swapped."""
+    found = {
+        "model_type": VARIANT_MODEL_TYPE,
+        "vocab_size": config.vocab_size,
+        "n_positions": config.context,
+        "n_embd": config.d_model,
+        "n_layer": config.n_layers,
+        "n_head": config.n_heads,
+        "norm": config.norm,
+        "mlp": config.mlp,
+        "positions": config.positions,
+        "n_inner": config.d_mlp,
+        "activation_function": "gelu_new" if config.mlp == "gelu" else "silu",
+        "layer_norm_epsilon": LAYER_NORM_EPS,
+        "rms_norm_eps": RMS_NORM_EPS,
+        "rope_theta": ROTARY_BASE,
+        "tie_word_embeddings": True,
+        "bos_token_id": None,
+        "eos_token_id": None,
+        "dtype": str(dtype),
+    }
+    if config.norm == "layer":
+        del found["rms_norm_eps"]
+    else:
+        del found["layer_norm_epsilon"]
+    if config.positions == "learned":
+        del found["rope_theta"]
+    return found
+
+
+# A variant's model_type: no Hugging Face class reads it.
+VARIANT_MODEL_TYPE = "opbyop-gpt"
+
+
 def save(
     params: Params, folder: str | Path, tokenizer: BytePairs | None = None
 ) -> Path:
@@ -1543,6 +2090,13 @@ def save(
     ``transformers.pipeline("text-generation", model=folder)`` runs the
     folder and `load` gives a `Model` that can `Model.write`. The folder is
     created if need be; files of the same names are replaced.
+
+    A variant (`is_variant`: an RMS norm, SwiGLU or rotary positions) is
+    not GPT-2, and Hugging Face must not read it as GPT-2: its
+    ``config.json`` has ``model_type`` "opbyop-gpt" and no
+    ``architectures``, so ``transformers`` refuses it, and records
+    ``norm``, ``mlp`` and ``positions`` (with ``n_inner`` = d_mlp and the
+    eps or ``rope_theta`` it uses) for `load`.
 
     Returns
     -------
@@ -1844,15 +2398,29 @@ def _read_config(file: Path) -> Config:
             " (this code runs GPT-2's architecture only)"
         )
 
-    if found.get("model_type") != "gpt2":
-        raise refuse("model_type", "'gpt2'")
-    if found.get("activation_function", "gelu_new") not in _TANH_GELUS:
-        raise refuse("activation_function", "'gelu_new'")
-    eps = found.get("layer_norm_epsilon", LAYER_NORM_EPS)
-    if not isinstance(eps, (int, float)) or not math.isclose(
-        eps, LAYER_NORM_EPS
+    model_type = found.get("model_type")
+    if model_type not in ("gpt2", VARIANT_MODEL_TYPE):
+        raise refuse("model_type", f"'gpt2' or '{VARIANT_MODEL_TYPE}'")
+    pieces: dict[str, Any] = dict(Config._field_defaults)
+    if model_type == VARIANT_MODEL_TYPE:
+        for key, choices in _PIECES.items():
+            if found.get(key) not in choices:
+                raise refuse(key, " or ".join(map(repr, choices)))
+            pieces[key] = found[key]
+    if (
+        pieces["mlp"] == "gelu"
+        and found.get("activation_function", "gelu_new") not in _TANH_GELUS
     ):
-        raise refuse("layer_norm_epsilon", str(LAYER_NORM_EPS))
+        raise refuse("activation_function", "'gelu_new'")
+    eps_key, want_eps = "layer_norm_epsilon", LAYER_NORM_EPS
+    if pieces["norm"] == "rms":
+        eps_key, want_eps = "rms_norm_eps", RMS_NORM_EPS
+    eps = found.get(eps_key, want_eps)
+    if not isinstance(eps, (int, float)) or not math.isclose(eps, want_eps):
+        raise refuse(eps_key, str(want_eps))
+    theta = found.get("rope_theta", ROTARY_BASE)
+    if pieces["positions"] == "rotary" and theta != ROTARY_BASE:
+        raise refuse("rope_theta", str(ROTARY_BASE))
     flags = {
         "tie_word_embeddings": True,
         "scale_attn_weights": True,
@@ -1862,19 +2430,20 @@ def _read_config(file: Path) -> Config:
     for key, want in flags.items():
         if found.get(key, want) is not want:
             raise refuse(key, str(want).lower())
-    sizes = {}
+    sizes: dict[str, Any] = {}
     for key, field in _HF_SIZES.items():
         value = found.get(key)
         if isinstance(value, bool) or not isinstance(value, int):
             raise refuse(key, "an integer")
         sizes[field] = value
-    inner = found.get("n_inner")
-    if inner is not None and inner != 4 * sizes["d_model"]:
-        raise refuse("n_inner", f"null or {4 * sizes['d_model']}")
     try:
-        return _checked_config(Config(**sizes))
+        config = _checked_config(Config(**sizes, **pieces))
     except (TypeError, ValueError) as error:
         raise ValueError(f"{file}: {error}") from None
+    inner = found.get("n_inner")
+    if inner is not None and inner != config.d_mlp:
+        raise refuse("n_inner", f"null or {config.d_mlp}")
+    return config
 
 
 def _read_tensors(file: Path) -> dict[str, Array]:
