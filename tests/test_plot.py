@@ -360,14 +360,18 @@ def test_a_spread_chart_draws_a_dot_per_run_a_line_per_row_and_the_mean() -> Non
     axes = figure.axes[0]
     dots = [line for line in axes.lines if line.get_marker() == "o"]
     spans = [line for line in axes.lines if line.get_marker() != "o"]
-    assert [d.get_xdata().tolist() for d in dots] == [[2.0, 2.2], [1.9, 1.96, 1.93]]
-    assert [d.get_ydata().tolist() for d in dots] == [[0.0, 0.0], [1.0, 1.0, 1.0]]
-    assert [list(s.get_xdata()) for s in spans] == [[2.0, 2.2], [1.9, 1.96]]  # low to high
+    xs = [np.asarray(d.get_xdata()).tolist() for d in dots]
+    ys = [np.asarray(d.get_ydata()).tolist() for d in dots]
+    assert xs == [[2.0, 2.2], [1.9, 1.96, 1.93]]
+    assert ys == [[0.0, 0.0], [1.0, 1.0, 1.0]]
+    lines = [np.asarray(s.get_xdata()).tolist() for s in spans]
+    assert lines == [[2.0, 2.2], [1.9, 1.96]]  # lowest to highest
     assert [t.get_text().strip() for t in axes.texts] == ["mean 2.100", "mean 1.930"]
     assert [t.get_text() for t in axes.get_yticklabels()] == ["first", "second"]
     assert axes.yaxis_inverted()  # the first row on top
     low, high = axes.get_xlim()
-    assert 1.0 < low < 1.9 and high > 2.2  # the axis spans the values, not 0
+    assert 1.0 < low < 1.9  # the axis spans the values, not 0
+    assert high > 2.2
     assert (axes.get_title(), axes.get_xlabel()) == ("T", "bits")
 
 

@@ -221,3 +221,28 @@ def test_episode_11_figures_state_what_the_page_states() -> None:
     title = ET.fromstring(figures_hook.FIGURES["figures/11-cache.svg"]())[0].text or ""
     assert "between 1.1 and 1.3 ms at every length" in title
     assert "from 2.7 ms to 15.7 ms" in title
+
+
+def test_episode_13_shows_its_figure_with_the_figures_own_description() -> None:
+    title = ET.fromstring(figures_hook.FIGURES["figures/13-equal-time.svg"]())[0].text or ""
+    page = (ROOT / "docs" / "episodes" / "13-what-changed-since-gpt-2.md").read_text(
+        encoding="utf-8"
+    )
+    assert f"![{title}](../figures/13-equal-time.svg)" in page
+
+
+def test_the_episode_13_figure_draws_every_recorded_run() -> None:
+    # Two seeds of each variant, as benchmarks/equal_time.py recorded them.
+    runs = figures_hook.episode_13_runs()
+    assert list(runs) == ["GPT-2", "RMSNorm", "SwiGLU", "rotary", "all three"]
+    recorded = json.loads(figures_hook.EPISODE_13_RESULTS.read_text(encoding="utf-8"))
+    for name, values in runs.items():
+        seeds = sorted(
+            (run["seed"], run["validation_bits_per_byte"])
+            for run in recorded["runs"]
+            if run["comparison"] == "modern" and run["name"] == name
+        )
+        assert seeds == [(0, values[0]), (1, values[1])]
+    title = ET.fromstring(figures_hook.FIGURES["figures/13-equal-time.svg"]())[0].text or ""
+    first = runs["GPT-2"]
+    assert f"GPT-2: {first[0]:.3f} and {first[1]:.3f}" in title
