@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIG = {
+CONFIG: dict[str, Any] = {
     "vocab_size": 256,
     "context": 256,
     "n_layers": 4,

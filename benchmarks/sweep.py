@@ -46,7 +46,7 @@ MINUTES = {"screen": 1.0, "confirm": 5.0}
 # parameters) with a context of 128, and the Recipe's defaults. Every run
 # passes all four flags, so a run means the same whatever the command's
 # defaults are now (the sweep chose them).
-START = {"n_layers": 4, "n_heads": 4, "d_model": 128, "context": 128}
+START: dict[str, Any] = {"n_layers": 4, "n_heads": 4, "d_model": 128, "context": 128}
 
 # One factor at a time, from the start. Sizes from 0.1 to 2 M parameters.
 CANDIDATES: dict[str, dict[str, Any]] = {

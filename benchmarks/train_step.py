@@ -81,7 +81,7 @@ CATEGORIES = [
 ]
 
 
-def config_of(name: str) -> dict[str, int]:
+def config_of(name: str) -> dict[str, Any]:
     d_model, n = WORKLOADS[name]
     return {
         "vocab_size": VOCAB,

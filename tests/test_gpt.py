@@ -42,7 +42,7 @@ SMALL = gpt.Config(vocab_size=11, context=8, n_layers=2, n_heads=2, d_model=8)
 
 
 def config_of(name: str) -> gpt.Config:
-    return gpt.Config(*(int(x) for x in REF[f"{name}/config"]))
+    return gpt.Config._make(int(x) for x in REF[f"{name}/config"])
 
 
 def reference_tensors(name: str, part: str = "param") -> dict[str, Array]:
@@ -132,7 +132,7 @@ def test_float32_matches_the_float64_reference_to_float32_rounding(name: str) ->
 def test_a_folder_save_wrote_gives_transformers_logits() -> None:
     # The tools script saved this very model with gpt.save and ran it with
     # GPT2LMHeadModel.from_pretrained: same initial weights, same logits.
-    config = gpt.Config(*(int(x) for x in REF["saved/config"]))
+    config = gpt.Config._make(int(x) for x in REF["saved/config"])
     params = gpt.init(config, seed=0, dtype=np.float64)
     logits = gpt.forward(params, REF["saved/ids"])
     assert_allclose(logits, REF["saved/logits"], rtol=0, atol=1e-10)
@@ -259,7 +259,9 @@ def test_init_draws_as_gpt2_does() -> None:
     assert block.attention.output.weight.std() == pytest.approx(residual, rel=0.05)
     assert block.mlp.narrow.weight.std() == pytest.approx(residual, rel=0.03)
     assert (block.norm_1.weight == 1).all()
+    assert block.norm_1.bias is not None
     assert (block.norm_1.bias == 0).all()
+    assert block.mlp.widen.bias is not None
     assert (block.mlp.widen.bias == 0).all()
     assert len(params.blocks) == 8
 

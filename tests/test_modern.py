@@ -313,7 +313,7 @@ def test_bad_input_is_refused_by_name(call: Callable[[], object], error: type, m
 
 # ---------------------------------------------------------------- a GPT with each option
 
-VARIANTS = {
+VARIANTS: dict[str, dict[str, Any]] = {
     "rms": {"norm": "rms"},
     "swiglu": {"mlp": "swiglu"},
     "rotary": {"positions": "rotary"},
@@ -430,7 +430,8 @@ def test_a_rotary_model_writes_the_same_with_and_without_the_cache() -> None:
     config = gpt.Config(11, 16, 2, 2, 8, norm="rms", mlp="swiglu", positions="rotary")
     params = random_params(config, seed=3)
     prompt = np.array([[1, 2, 3], [4, 5, 6]])
-    for settings in ({}, {"do_sample": True, "seed": 1, "top_k": 5}):
+    sampled: dict[str, Any] = {"do_sample": True, "seed": 1, "top_k": 5}
+    for settings in ({}, sampled):
         cached = gpt.generate(params, prompt, 10, use_cache=True, **settings)
         whole = gpt.generate(params, prompt, 10, use_cache=False, **settings)
         assert_array_equal(cached, whole)

@@ -38,6 +38,14 @@ names and layouts; `save` writes a folder that
 ``GPT2LMHeadModel.from_pretrained`` loads, and `load` reads one back, or a
 real GPT-2 checkpoint.
 
+`Config`'s ``norm``, ``mlp`` and ``positions`` swap GPT-2's pieces for
+those Llama-style models use: an RMS norm (`opbyop.rms_norm`, no bias),
+the SwiGLU MLP and rotary positions (`opbyop.rotary`, no position table).
+A config that swaps any (`is_variant`) runs through
+`variant_block_forward`, `variant_block_backward` and `variant_block_step`
+instead of GPT-2's `block_forward`, `block_backward` and `block_step`,
+which stay GPT-2's exactly.
+
 The same code runs in float32 (to train) and float64 (to check the
 gradients): the parameters' dtype is the computation's.
 
@@ -49,6 +57,8 @@ References
    PyTorch and in NumPy.
 .. [3] Hugging Face ``transformers``, ``GPT2LMHeadModel``, whose values
    ``tests/data/gpt_reference.npz`` holds for comparison.
+.. [4] H. Touvron et al., "LLaMA: Open and Efficient Foundation Language
+   Models", 2023, arXiv:2302.13971 (RMS norm, SwiGLU, rotary positions).
 """
 
 from __future__ import annotations
@@ -78,6 +88,7 @@ __all__ = [
     "Model",
     "Norm",
     "Params",
+    "VariantCache",
     "block_backward",
     "block_forward",
     "block_step",
@@ -90,12 +101,20 @@ __all__ = [
     "from_state_dict",
     "generate",
     "init",
+    "is_variant",
     "load",
     "loss_and_grads",
     "mlp_half",
+    "normalize",
+    "normalize_backward",
     "queries_keys_values",
     "save",
     "state_dict",
+    "variant_block_backward",
+    "variant_block_forward",
+    "variant_block_step",
+    "variant_forward_backward",
+    "variant_mlp_half",
 ]
 
 # isort: split
@@ -442,6 +461,15 @@ class BlockCache(NamedTuple):
     activated: Array  # after GELU
 
 
+def _check_gpt2_block(block: Block, name: str) -> None:
+    """A block of GPT-2's pieces, or an error pointing to the variants'."""
+    if block.norm_1.bias is None or block.mlp.widen.bias is None:
+        raise ValueError(
+            f"{name} runs GPT-2's blocks: this one has an RMS norm or "
+            f"SwiGLU (config.norm or config.mlp); use variant_{name}"
+        )
+
+
 # --8<-- [start:block_forward]
 def block_forward(
     x: Array, block: Block, n_heads: int
@@ -458,6 +486,7 @@ def block_forward(
     >>> out.shape, cache.q.shape, cache.weights.shape
     ((3, 4), (2, 3, 2), (2, 3, 3))
     """
+    _check_gpt2_block(block, "block_forward")
     normed_1 = layer_norm(x, *block.norm_1, eps=LAYER_NORM_EPS)
     q, k, v = queries_keys_values(normed_1, block.attention, n_heads)
     weights = attention_weights(q, k, is_causal=True)  # [..., n_heads, n, n]
@@ -580,6 +609,7 @@ def block_step(
     >>> out.shape, k.shape  # one new token; 4 keys per head
     ((1, 4), (2, 4, 2))
     """
+    _check_gpt2_block(block, "block_step")
     # --8<-- [start:block_step_body]
     normed_1 = layer_norm(x, *block.norm_1, eps=LAYER_NORM_EPS)
     q, k, v = queries_keys_values(normed_1, block.attention, n_heads)
@@ -1045,6 +1075,7 @@ def block_backward(
     >>> dx.shape, grads.mlp.widen.weight.shape
     ((3, 4), (16, 4))
     """
+    _check_gpt2_block(block, "block_backward")
     # --8<-- [start:block_backward_body]
     c, eps = cache, LAYER_NORM_EPS
     # out = middle + narrow(gelu(widen(ln_2(middle))))
@@ -1183,7 +1214,17 @@ def normalize(x: Array, norm: Norm) -> Array:  # [..., n, d] -> [..., n, d]
 def normalize_backward(
     dy: Array, x: Array, norm: Norm
 ) -> tuple[Array, Norm]:  # [..., n, d] -> [..., n, d], the norm's grads
-    """The gradients of `normalize`: for `x`, and for the norm's weights."""
+    """The gradients of `normalize`: for `x`, and for the norm's weights.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import gpt
+    >>> x = np.array([[3.0, 4.0]])
+    >>> dx, grads = gpt.normalize_backward(x, x, gpt.Norm(np.ones(2), None))
+    >>> grads.bias is None  # an RMS norm's gradients have no bias either
+    True
+    """
     if norm.bias is None:
         dx, d_weight = rms_norm_backward(dy, x, norm.weight, eps=RMS_NORM_EPS)
         return dx, Norm(d_weight, None)
@@ -1222,6 +1263,17 @@ def variant_mlp_half(
     Returns the output, then what `variant_block_backward` needs: the
     normed input, the widened vectors, the activation, and the hidden
     vectors the narrowing takes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import gpt
+    >>> block = gpt.init(gpt.Config(10, 8, 1, 2, 6, mlp="swiglu")).blocks[0]
+    >>> out, normed, widened, activated, hidden = gpt.variant_mlp_half(
+    ...     np.ones((3, 6), dtype=np.float32), block
+    ... )
+    >>> widened.shape, hidden.shape  # gate and up, 16 each; then 16
+    ((3, 32), (3, 16))
     """
     normed_2 = normalize(middle, block.norm_2)
     widened = linear(normed_2, *block.mlp.widen)  # [..., n, 4 d] or 2 h
@@ -1291,6 +1343,20 @@ def variant_block_backward(
     SwiGLU, the product ``silu(gate) * up`` sends each factor the other
     times the gradient; for rotary positions, the gradients of the turned
     queries and keys are turned back (`rotary_backward`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import gpt
+    >>> config = gpt.Config(10, 8, 1, 2, 4, "rms", "swiglu", "rotary")
+    >>> block, at = gpt.init(config).blocks[0], np.arange(3)
+    >>> x = np.ones((3, 4), dtype=np.float32)
+    >>> out, cache = gpt.variant_block_forward(x, block, 2, at)
+    >>> dx, grads = gpt.variant_block_backward(
+    ...     np.ones_like(out), cache, block, 2, at
+    ... )
+    >>> dx.shape, grads.mlp.widen.weight.shape, grads.norm_1.bias
+    ((3, 4), (32, 4), None)
     """
     c = cache
     d_hidden, *d_narrow = linear_backward(
@@ -1453,6 +1519,18 @@ def variant_block_step(
     With `rotary_positions`, new token ``i`` sits at position ``start +
     i``, ``start`` the number of cached keys: its query and key are
     turned by that position's angles, and the cache keeps the keys turned.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from opbyop import gpt
+    >>> config = gpt.Config(10, 8, 1, 2, 4, positions="rotary")
+    >>> block = gpt.init(config).blocks[0]
+    >>> x = np.ones((3, 4), dtype=np.float32)
+    >>> out, k, v = gpt.variant_block_step(x, block, 2, None, True)
+    >>> out, k, v = gpt.variant_block_step(x[:1], block, 2, (k, v), True)
+    >>> k.shape  # the new token's key, turned for position 3, joined them
+    (2, 4, 2)
     """
     start = 0 if past is None else past[0].shape[-2]
     n = x.shape[-2]
@@ -2012,7 +2090,7 @@ def _hf_config(config: Config, dtype: np.dtype[Any]) -> dict[str, Any]:
 
     A variant is not GPT-2: its model_type is "opbyop-gpt", which no
     Hugging Face class claims, and it names no architecture, so
-    ``transformers`` refuses it rather than loading it as GPT-2.
+    ``transformers``' Auto classes refuse it rather than load it as GPT-2.
     """
     if is_variant(config):
         return _variant_hf_config(config, dtype)
@@ -2094,9 +2172,13 @@ def save(
     A variant (`is_variant`: an RMS norm, SwiGLU or rotary positions) is
     not GPT-2, and Hugging Face must not read it as GPT-2: its
     ``config.json`` has ``model_type`` "opbyop-gpt" and no
-    ``architectures``, so ``transformers`` refuses it, and records
-    ``norm``, ``mlp`` and ``positions`` (with ``n_inner`` = d_mlp and the
-    eps or ``rope_theta`` it uses) for `load`.
+    ``architectures``, and records ``norm``, ``mlp`` and ``positions``
+    (with ``n_inner`` = d_mlp and the eps or ``rope_theta`` it uses) for
+    `load`. ``transformers``' ``AutoModelForCausalLM``, ``AutoConfig`` and
+    ``pipeline`` refuse it (a ValueError: the model type is not one they
+    know); ``GPT2LMHeadModel.from_pretrained``, called by name, still
+    builds a GPT-2 from it, and lists the tensors it lacks as newly
+    initialised.
 
     Returns
     -------
