@@ -9,8 +9,8 @@ Usage::
 The last form rewrites that run's tables in the page: those between
 ``<!-- table: DTYPE KIND -->`` and ``<!-- end table -->`` for a run of
 benchmarks/attention.py, ``<!-- table: BENCHMARK KIND -->`` for one of
-benchmarks/minilm.py, train_step.py, generate.py, bpe.py, sweep.py or
-train_5min.py (BENCHMARK is
+benchmarks/minilm.py, train_step.py, generate.py, bpe.py, sweep.py,
+train_5min.py or equal_time.py (BENCHMARK is
 the script's name); the other benchmarks' tables are left as they are.
 docs/performance.md checks that it holds exactly the tables of the committed
 results, so its numbers are the runs'.
@@ -376,6 +376,36 @@ def sweep_confirm_table(run: dict[str, Any]) -> str:
     return _sweep_table(run, "confirm")
 
 
+def _equal_time_table(run: dict[str, Any], comparison: str) -> str:
+    lines = [
+        "| run | parameters | step time | steps | bits per byte, seeds 0, 1 | mean |",
+        "|:--|--:|--:|--:|--:|--:|",
+    ]
+    ratios = run["step_times"][comparison]["ratios"]
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for row in run["runs"]:
+        if row["comparison"] == comparison:
+            rows.setdefault(row["name"], []).append(row)
+    for name, seeds in rows.items():
+        seeds.sort(key=lambda r: r["seed"])
+        bits = [r["validation_bits_per_byte"] for r in seeds]
+        cells = [name, f"{seeds[0]['parameters'] / 1e6:.3f} M", f"{ratios[name]:.2f}{BY}"]
+        cells += [f"{seeds[0]['steps']:,}", ", ".join(f"{b:.3f}" for b in bits)]
+        cells += [f"{sum(bits) / len(bits):.3f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def equal_time_vocabulary_table(run: dict[str, Any]) -> str:
+    """Episode 12's comparison: bytes, 512 and 1,024 tokens, at equal training time."""
+    return _equal_time_table(run, "vocabulary")
+
+
+def equal_time_modern_table(run: dict[str, Any]) -> str:
+    """Episode 13's comparison: each of Llama's swaps alone, and all three."""
+    return _equal_time_table(run, "modern")
+
+
 def train_5min_table(run: dict[str, Any]) -> str:
     """The recorded 5-minute run of the default recipe, against its target."""
     final, spent, config = run["final"], run["spent"], run["config"]
@@ -417,6 +447,10 @@ BENCHMARK_TABLES = {
     "bpe": {"encode": bpe_encode_table, "train": bpe_train_table},
     "sweep": {"screen": sweep_screen_table, "confirm": sweep_confirm_table},
     "train_5min": {"run": train_5min_table},
+    "equal_time": {
+        "vocabulary": equal_time_vocabulary_table,
+        "modern": equal_time_modern_table,
+    },
 }
 # A marked table, or an empty pair of markers (a table not yet written).
 MARKED = re.compile(r"<!-- table: (\w+) (\w+) -->\n(?:[^\n]*\n)*?<!-- end table -->")
@@ -424,6 +458,8 @@ MARKED = re.compile(r"<!-- table: (\w+) (\w+) -->\n(?:[^\n]*\n)*?<!-- end table 
 
 def benchmark_of(results: dict[str, Any]) -> str:
     """Which script made `results`: attention, minilm, train_step, generate, bpe, sweep..."""
+    if "step_times" in results and "runs" in results:
+        return "equal_time"
     if "start" in results and "runs" in results:
         return "sweep"
     if "final" in results and "command" in results:
