@@ -842,6 +842,43 @@ def episode_11_cache() -> str:
 
 # ---------------------------------------------------------------- episode 13
 
+
+def episode_13_silu_alt() -> str:
+    """The alt text: where each curve is lowest, and both at x = 1."""
+    import numpy as np
+
+    from opbyop import gelu, silu
+
+    x = np.linspace(-4.0, 4.0, 801)  # steps of 0.01
+    parts = []
+    for name, y in [("SiLU", silu(x)), ("GELU", gelu(x))]:
+        low = int(y.argmin())
+        one = float(y[500])  # x = 1
+        parts.append(f"{name} dips to {y[low]:.2f} at x = {x[low]:.2f} and is {one:.2f} at x = 1")
+    return (
+        "Two curves for x from -4 to 4, both near 0 far to the left and near x far "
+        f"to the right: {'; '.join(parts)}."
+    )
+
+
+@figure("figures/13-silu.svg")
+def episode_13_silu() -> str:
+    import numpy as np
+
+    from opbyop import gelu, silu
+    from opbyop.plot import line_chart, svg
+
+    x = np.linspace(-4.0, 4.0, 801)
+    drawing = line_chart(
+        x,
+        {"SiLU, x sigmoid(x)": silu(x), "GELU (episode 6)": gelu(x)},
+        title="SiLU beside GELU",
+        x_label="input x",
+        y_label="output",
+    )
+    return svg(drawing, episode_13_silu_alt())
+
+
 EPISODE_13_RESULTS = EPISODE_8_ROOT / "benchmarks" / "results" / "equal_time.json"
 EPISODE_13_NAMES = ["GPT-2", "RMSNorm", "SwiGLU", "rotary", "all three"]
 

@@ -246,3 +246,17 @@ def test_the_episode_13_figure_draws_every_recorded_run() -> None:
     title = ET.fromstring(figures_hook.FIGURES["figures/13-equal-time.svg"]())[0].text or ""
     first = runs["GPT-2"]
     assert f"GPT-2: {first[0]:.3f} and {first[1]:.3f}" in title
+
+
+def test_episode_13_shows_the_silu_figure_with_its_description() -> None:
+    title = ET.fromstring(figures_hook.FIGURES["figures/13-silu.svg"]())[0].text or ""
+    assert "SiLU dips to -0.28 at x = -1.28 and is 0.73 at x = 1" in title
+    assert "GELU dips to -0.17 at x = -0.75 and is 0.84 at x = 1" in title
+    page = (ROOT / "docs" / "episodes" / "13-what-changed-since-gpt-2.md").read_text(
+        encoding="utf-8"
+    )
+    assert f"![{title}](../figures/13-silu.svg)" in page
+    prose = " ".join(page.split())
+    minus = "\N{MINUS SIGN}"  # the prose's minus, as printed
+    assert f"to {minus}0.28 at x = {minus}1.28 (GELU: {minus}0.17 at {minus}0.75)" in prose
+    assert "0.73 at x = 1 against GELU's 0.84" in prose
