@@ -15,8 +15,9 @@ thread each, ``--jobs`` at a time) without changing what they reach. Only
 the step-time ratios need a quiet machine; their load is recorded.
 
 The results go to ``benchmarks/results/equal_time.json`` after every run,
-and a run already there is skipped (``--again`` measures the step times
-afresh and reruns all of a comparison)::
+and a run already there is skipped, as is one another comparison made with
+the same settings, seed and steps (copied, with ``same_as``). ``--again``
+measures the step times afresh and reruns all of a comparison::
 
     env -u OPENBLAS_CORETYPE .venv/bin/python benchmarks/equal_time.py \\
         --comparison vocabulary --jobs 2
@@ -43,7 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "equal_time.json"
 BASE_RUN = ROOT / "benchmarks" / "results" / "train_5min.json"
 SEEDS = (0, 1)
-ROUNDS = 7  # interleaved rounds of the step-time measurement
+ROUNDS = 15  # interleaved rounds of the step-time measurement
 STEPS_PER_ROUND = 20
 
 # One setting changed from the default at a time; the first is the default.
@@ -212,7 +213,22 @@ def main() -> None:
         for name in COMPARISONS[args.comparison]
         if (args.comparison, name, seed) not in done
     ]
+    todo = [run for run in todo if not reuse(args.comparison, *run, results)]
     run_all(args.comparison, todo, args.jobs, results)
+
+
+def reuse(comparison: str, name: str, seed: int, steps: int, results: dict[str, Any]) -> bool:
+    """Record a run another comparison already made (the same settings, seed and steps)."""
+    settings = COMPARISONS[comparison][name]
+    for run in results["runs"]:
+        if (run["settings"], run["seed"], run["steps"]) == (settings, seed, steps):
+            results["runs"].append(
+                {**run, "comparison": comparison, "name": name, "same_as": run["comparison"]}
+            )
+            save(results)
+            print(f"{comparison} {name} seed {seed}: the same run as {run['comparison']}'s")
+            return True
+    return False
 
 
 def run_all(

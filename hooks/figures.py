@@ -840,6 +840,68 @@ def episode_11_cache() -> str:
     return svg(drawing, episode_11_cache_alt(steps))
 
 
+# ---------------------------------------------------------------- episode 12
+
+EPISODE_12_RUNS = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "equal_time.json"
+
+
+def episode_12_curves() -> tuple[list[float], dict[str, list[float]]]:
+    """The equal-time vocabulary runs: bits per byte on the validation sample
+    against minutes on the recorded machine (a run's step times its step-time
+    ratio, at the 5-minute run's pace), each vocabulary the mean of its seeds,
+    after step 0. Every run validates at the same fractions of its steps, so
+    the k-th points of all runs fall at the same minutes (checked)."""
+    import json
+
+    recorded = json.loads(EPISODE_12_RUNS.read_text(encoding="utf-8"))
+    ratios = recorded["step_times"]["vocabulary"]["ratios"]
+    base_steps = recorded["base"]["steps"]
+    runs = [run for run in recorded["runs"] if run["comparison"] == "vocabulary"]
+
+    def minutes(run: dict[str, Any]) -> list[float]:
+        pace = 5 * ratios[run["name"]] / base_steps  # minutes per step
+        return [step * pace for step, _, _ in run["validation_curve"][1:]]
+
+    shown = [round(m, 2) for m in minutes(runs[0])]  # step 0 is 8 bits, untrained
+    curves = {}
+    for name in ratios:
+        seeds = [run for run in runs if run["name"] == name]
+        for run in seeds:
+            if any(abs(a - b) > 0.01 for a, b in zip(minutes(run), shown, strict=True)):
+                raise ValueError(f"run {name} seed {run['seed']} validates at other times")
+        points = zip(*(run["validation_curve"][1:] for run in seeds), strict=True)
+        mean = [sum(bits for _, _, bits in point) / len(seeds) for point in points]
+        curves[f"vocab_size {int(name):,}"] = [round(bits, 2) for bits in mean]
+    return shown, curves
+
+
+def episode_12_alt(curves: dict[str, list[float]], shown: list[float]) -> str:
+    """The alt text: each curve's first and last point."""
+    ends = "; ".join(
+        f"{name}, from {values[0]:.2f} to {values[-1]:.2f}" for name, values in curves.items()
+    )
+    return (
+        "Line chart: bits per byte on the validation sample against minutes of "
+        f"training, from {shown[0]:.1f} to {shown[-1]:.1f} minutes, the mean of two "
+        f"seeds for each vocabulary: {ends}."
+    )
+
+
+@figure("figures/12-equal-time.svg")
+def episode_12_equal_time() -> str:
+    from opbyop.plot import line_chart, svg
+
+    shown, curves = episode_12_curves()
+    drawing = line_chart(
+        shown,
+        curves,
+        title="The tiny GPT at equal time, three vocabularies",
+        x_label="minutes of training (the recorded machine's pace)",
+        y_label="bits per byte, validation sample",
+    )
+    return svg(drawing, episode_12_alt(curves, shown))
+
+
 # ---------------------------------------------------------------- episode 13
 
 

@@ -42,7 +42,7 @@ SMALL = gpt.Config(vocab_size=11, context=8, n_layers=2, n_heads=2, d_model=8)
 
 
 def config_of(name: str) -> gpt.Config:
-    return gpt.Config._make(int(x) for x in REF[f"{name}/config"])
+    return gpt.Config(*REF[f"{name}/config"].tolist())
 
 
 def reference_tensors(name: str, part: str = "param") -> dict[str, Array]:
@@ -132,7 +132,7 @@ def test_float32_matches_the_float64_reference_to_float32_rounding(name: str) ->
 def test_a_folder_save_wrote_gives_transformers_logits() -> None:
     # The tools script saved this very model with gpt.save and ran it with
     # GPT2LMHeadModel.from_pretrained: same initial weights, same logits.
-    config = gpt.Config._make(int(x) for x in REF["saved/config"])
+    config = gpt.Config(*REF["saved/config"].tolist())
     params = gpt.init(config, seed=0, dtype=np.float64)
     logits = gpt.forward(params, REF["saved/ids"])
     assert_allclose(logits, REF["saved/logits"], rtol=0, atol=1e-10)

@@ -598,3 +598,16 @@ def test_fit_trains_a_variant() -> None:
     params, log = train.fit(config, text, text[:200], steps=4, progress=False)
     assert params.config == config
     assert log["config"] == config._asdict()
+
+
+def test_a_float32_variant_stays_float32_and_near_float64() -> None:
+    config = gpt.Config(256, 16, 2, 2, 16, norm="rms", mlp="swiglu", positions="rotary")
+    exact = gpt.init(config, dtype=np.float64)
+    rounded = gpt.init(config, dtype=np.float32)
+    ids = np.random.default_rng(1).integers(0, 256, (2, 16))
+    loss, grads = gpt.loss_and_grads(rounded, ids, ids)
+    assert all(a.dtype == np.float32 for _, a in leaves(grads))
+    logits = gpt.forward(rounded, ids)
+    assert logits.dtype == np.float32
+    assert_allclose(logits, gpt.forward(exact, ids), rtol=0, atol=1e-5)
+    assert math.isclose(loss, gpt.loss_and_grads(exact, ids, ids)[0], rel_tol=1e-5)

@@ -1292,9 +1292,6 @@ def _rotated(x: FloatArray, cos: FloatArray, sin: FloatArray) -> FloatArray:
     return out
 
 
-# --8<-- [end:rotary]
-
-
 def _rotary_angles(
     positions: NDArray[Any], d_head: int, base: float, dtype: np.dtype[Any]
 ) -> tuple[FloatArray, FloatArray]:  # [n] -> [n, d_head / 2] twice
@@ -1302,6 +1299,9 @@ def _rotary_angles(
     speeds = 1 / base ** (np.arange(0, d_head, 2) / d_head)  # float64
     angles = positions[:, np.newaxis] * speeds  # [n, d_head / 2]
     return np.cos(angles).astype(dtype), np.sin(angles).astype(dtype)
+
+
+# --8<-- [end:rotary]
 
 
 def _checked_rotary(

@@ -223,6 +223,30 @@ def test_episode_11_figures_state_what_the_page_states() -> None:
     assert "from 2.7 ms to 15.7 ms" in title
 
 
+def test_episode_12_shows_the_figure_with_the_figures_own_description() -> None:
+    title = ET.fromstring(figures_hook.FIGURES["figures/12-equal-time.svg"]())[0].text or ""
+    page = (ROOT / "docs" / "episodes" / "12-byte-pairs.md").read_text(encoding="utf-8")
+    assert f"![{title}](../figures/12-equal-time.svg)" in page
+
+
+def test_episode_12_curves_are_the_recorded_runs_own_numbers() -> None:
+    # Each curve's last point is the mean of its two seeds' last validation on
+    # the sample, and every vocabulary's curve ends at the same 5 minutes.
+    recorded = json.loads(figures_hook.EPISODE_12_RUNS.read_text(encoding="utf-8"))
+    shown, curves = figures_hook.episode_12_curves()
+    assert list(curves) == ["vocab_size 256", "vocab_size 512", "vocab_size 1,024"]
+    assert abs(shown[-1] - 5) < 0.01
+    for name, values in curves.items():
+        size = name.split()[-1].replace(",", "")
+        ends = [
+            run["validation_curve"][-1][2]
+            for run in recorded["runs"]
+            if run["comparison"] == "vocabulary" and run["name"] == size
+        ]
+        assert len(ends) == 2
+        assert values[-1] == round(sum(ends) / 2, 2)
+
+
 def test_episode_13_shows_its_figure_with_the_figures_own_description() -> None:
     title = ET.fromstring(figures_hook.FIGURES["figures/13-equal-time.svg"]())[0].text or ""
     page = (ROOT / "docs" / "episodes" / "13-what-changed-since-gpt-2.md").read_text(
