@@ -913,7 +913,7 @@ def episode_13_silu_alt() -> str:
 
     x = np.linspace(-4.0, 4.0, 801)  # steps of 0.01
     parts = []
-    for name, y in [("SiLU", silu(x)), ("GELU", gelu(x))]:
+    for name, y in [("SiLU", silu(x)), ("GELU", gelu(x, approximate="tanh"))]:
         low = int(y.argmin())
         one = float(y[500])  # x = 1
         parts.append(f"{name} dips to {y[low]:.2f} at x = {x[low]:.2f} and is {one:.2f} at x = 1")
@@ -933,7 +933,7 @@ def episode_13_silu() -> str:
     x = np.linspace(-4.0, 4.0, 801)
     drawing = line_chart(
         x,
-        {"SiLU, x sigmoid(x)": silu(x), "GELU (episode 6)": gelu(x)},
+        {"SiLU, x sigmoid(x)": silu(x), "GELU, GPT-2's tanh form": gelu(x, approximate="tanh")},
         title="SiLU beside GELU",
         x_label="input x",
         y_label="output",
