@@ -902,6 +902,92 @@ def episode_12_equal_time() -> str:
     return svg(drawing, episode_12_alt(curves, shown))
 
 
+# ---------------------------------------------------------------- episode 13
+
+
+def episode_13_silu_alt() -> str:
+    """The alt text: where each curve is lowest, and both at x = 1."""
+    import numpy as np
+
+    from opbyop import gelu, silu
+
+    x = np.linspace(-4.0, 4.0, 801)  # steps of 0.01
+    parts = []
+    for name, y in [("SiLU", silu(x)), ("GELU", gelu(x, approximate="tanh"))]:
+        low = int(y.argmin())
+        one = float(y[500])  # x = 1
+        parts.append(f"{name} dips to {y[low]:.2f} at x = {x[low]:.2f} and is {one:.2f} at x = 1")
+    return (
+        "Two curves for x from -4 to 4, both near 0 far to the left and near x far "
+        f"to the right: {'; '.join(parts)}."
+    )
+
+
+@figure("figures/13-silu.svg")
+def episode_13_silu() -> str:
+    import numpy as np
+
+    from opbyop import gelu, silu
+    from opbyop.plot import line_chart, svg
+
+    x = np.linspace(-4.0, 4.0, 801)
+    drawing = line_chart(
+        x,
+        {"SiLU, x sigmoid(x)": silu(x), "GELU, GPT-2's tanh form": gelu(x, approximate="tanh")},
+        title="SiLU beside GELU",
+        x_label="input x",
+        y_label="output",
+    )
+    return svg(drawing, episode_13_silu_alt())
+
+
+EPISODE_13_RESULTS = EPISODE_8_ROOT / "benchmarks" / "results" / "equal_time.json"
+EPISODE_13_NAMES = ["GPT-2", "RMSNorm", "SwiGLU", "rotary", "all three"]
+
+
+def episode_13_runs() -> dict[str, list[float]]:
+    """Each variant's bits per byte on all the held-out files, seed 0 first,
+    from the recorded equal-time comparison."""
+    import json
+
+    recorded = json.loads(EPISODE_13_RESULTS.read_text(encoding="utf-8"))
+    runs = [run for run in recorded["runs"] if run["comparison"] == "modern"]
+    return {
+        name: [
+            run["validation_bits_per_byte"]
+            for run in sorted(runs, key=lambda run: run["seed"])
+            if run["name"] == name
+        ]
+        for name in EPISODE_13_NAMES
+    }
+
+
+def episode_13_alt(runs: dict[str, list[float]]) -> str:
+    """The alt text: every dot, and each row's mean (the page states them)."""
+    rows = "; ".join(
+        f"{name}: {' and '.join(f'{bits:.3f}' for bits in values)}, "
+        f"mean {sum(values) / len(values):.3f}"
+        for name, values in runs.items()
+    )
+    return (
+        "Dot chart: the tiny GPT with each swap, at equal training time, in bits "
+        f"per byte on the held-out files; one dot per seed, a line between them. {rows}."
+    )
+
+
+@figure("figures/13-equal-time.svg")
+def episode_13_equal_time() -> str:
+    from opbyop.plot import spread_chart, svg
+
+    runs = episode_13_runs()
+    drawing = spread_chart(
+        runs,
+        title="Each swap at equal training time, two seeds each",
+        value_label="bits per byte, all held-out files (lower is better)",
+    )
+    return svg(drawing, episode_13_alt(runs))
+
+
 # ---------------------------------------------------------------- performance
 
 SWEEP = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "sweep.json"

@@ -27,6 +27,7 @@ from opbyop.plot import (
     mask_grid,
     picture,
     similarity_heatmap,
+    spread_chart,
     svg,
 )
 
@@ -347,6 +348,46 @@ def test_a_bar_chart_draws_each_value_top_down_with_its_number() -> None:
 def test_a_bar_chart_refuses_values_it_cannot_draw(values: dict[str, float], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         bar_chart(values)
+
+
+# ---------------------------------------------------------------- spread_chart
+
+
+def test_a_spread_chart_draws_a_dot_per_run_a_line_per_row_and_the_mean() -> None:
+    figure = spread_chart(
+        {"first": [2.0, 2.2], "second": [1.9, 1.96, 1.93]}, title="T", value_label="bits"
+    )
+    axes = figure.axes[0]
+    dots = [line for line in axes.lines if line.get_marker() == "o"]
+    spans = [line for line in axes.lines if line.get_marker() != "o"]
+    xs = [np.asarray(d.get_xdata()).tolist() for d in dots]
+    ys = [np.asarray(d.get_ydata()).tolist() for d in dots]
+    assert xs == [[2.0, 2.2], [1.9, 1.96, 1.93]]
+    assert ys == [[0.0, 0.0], [1.0, 1.0, 1.0]]
+    lines = [np.asarray(s.get_xdata()).tolist() for s in spans]
+    assert lines == [[2.0, 2.2], [1.9, 1.96]]  # lowest to highest
+    assert [t.get_text().strip() for t in axes.texts] == ["mean 2.100", "mean 1.930"]
+    assert [t.get_text() for t in axes.get_yticklabels()] == ["first", "second"]
+    assert axes.yaxis_inverted()  # the first row on top
+    low, high = axes.get_xlim()
+    assert 1.0 < low < 1.9  # the axis spans the values, not 0
+    assert high > 2.2
+    assert (axes.get_title(), axes.get_xlabel()) == ("T", "bits")
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({}, "at least one row"),
+        ({"a": []}, "at least one finite value"),
+        ({"a": [1.0, float("nan")]}, "at least one finite value"),
+    ],
+)
+def test_a_spread_chart_refuses_values_it_cannot_draw(
+    values: dict[str, list[float]], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        spread_chart(values)
 
 
 # ---------------------------------------------------------- similarity_heatmap

@@ -41,6 +41,7 @@ __all__ = [
     "mask_grid",
     "picture",
     "similarity_heatmap",
+    "spread_chart",
     "svg",
 ]
 
@@ -750,6 +751,78 @@ def line_chart(
         if title:
             axes.set_title(title)
         axes.legend(frameon=False)
+    return figure
+
+
+def spread_chart(
+    values: Mapping[str, Sequence[float]],
+    *,
+    title: str = "",
+    value_label: str = "",
+    decimals: int = 3,
+) -> Figure:  # {name: [runs]} -> a figure
+    """Draw one row per name, top to bottom: a dot per run, a line between them.
+
+    For a measurement repeated a few times (seeds): each run is a dot, the
+    line from the lowest to the highest is their spread, and their mean is
+    written beside it. The axis spans the values, not 0: where the spread is
+    small next to the values, a difference of a few percent still shows.
+
+    Parameters
+    ----------
+    values : mapping of str to sequence of float
+        Each row's label and its runs' values, in the order drawn from the
+        top; at least one finite value each.
+    title, value_label : str
+        The title, and the label of the axis the values run along.
+    decimals : int, default 3
+        How many decimals the mean written beside each row shows.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure, not attached to pyplot: pass it to `svg` or `picture`.
+
+    Raises
+    ------
+    ValueError
+        If there are no rows, a row has no value, or a value is not finite.
+
+    Examples
+    --------
+    >>> from opbyop.plot import spread_chart, svg
+    >>> figure = spread_chart({"a": [2.0, 2.1], "b": [1.9, 1.95]}, value_label="bits")
+    >>> svg(figure, "Two rows of two runs.").startswith("<svg")
+    True
+    """
+    if not values:
+        raise ValueError("spread_chart: values needs at least one row, got none")
+    rows = {name: np.asarray(list(runs), dtype=np.float64) for name, runs in values.items()}
+    for name, runs in rows.items():
+        if runs.ndim != 1 or runs.size == 0 or not np.isfinite(runs).all():
+            raise ValueError(
+                f"spread_chart: row {name!r} needs at least one finite value, got {runs.tolist()}"
+            )
+    low = min(float(runs.min()) for runs in rows.values())
+    high = max(float(runs.max()) for runs in rows.values())
+    margin = (high - low) * 0.1 or abs(high) * 0.01 or 1.0
+    with mpl.rc_context(_STYLE):
+        height = 1.0 + 0.55 * len(rows)
+        figure = Figure(figsize=(6.0, height), facecolor="white", layout="constrained")
+        axes = figure.add_subplot()
+        for row, runs in enumerate(rows.values()):
+            axes.plot([runs.min(), runs.max()], [row, row], color=LINE_COLOURS[0], lw=2.0)
+            axes.plot(runs, np.full(runs.size, row), "o", color=LINE_COLOURS[1], ms=6)
+            mean = float(runs.mean())
+            axes.text(runs.max(), row, f"  mean {mean:.{decimals}f}", va="center", ha="left")
+        axes.set_yticks(range(len(rows)), list(rows))
+        axes.set_ylim(len(rows) - 0.5, -0.5)  # the first row on top
+        axes.set_xlim(low - margin, high + 4 * margin)  # room for the means
+        axes.grid(True, axis="x", color="0.9")
+        axes.set_axisbelow(True)
+        axes.set_xlabel(value_label)
+        if title:
+            axes.set_title(title)
     return figure
 
 

@@ -245,3 +245,42 @@ def test_episode_12_curves_are_the_recorded_runs_own_numbers() -> None:
         ]
         assert len(ends) == 2
         assert values[-1] == round(sum(ends) / 2, 2)
+
+
+def test_episode_13_shows_its_figure_with_the_figures_own_description() -> None:
+    title = ET.fromstring(figures_hook.FIGURES["figures/13-equal-time.svg"]())[0].text or ""
+    page = (ROOT / "docs" / "episodes" / "13-what-changed-since-gpt-2.md").read_text(
+        encoding="utf-8"
+    )
+    assert f"![{title}](../figures/13-equal-time.svg)" in page
+
+
+def test_the_episode_13_figure_draws_every_recorded_run() -> None:
+    # Two seeds of each variant, as benchmarks/equal_time.py recorded them.
+    runs = figures_hook.episode_13_runs()
+    assert list(runs) == ["GPT-2", "RMSNorm", "SwiGLU", "rotary", "all three"]
+    recorded = json.loads(figures_hook.EPISODE_13_RESULTS.read_text(encoding="utf-8"))
+    for name, values in runs.items():
+        seeds = sorted(
+            (run["seed"], run["validation_bits_per_byte"])
+            for run in recorded["runs"]
+            if run["comparison"] == "modern" and run["name"] == name
+        )
+        assert seeds == [(0, values[0]), (1, values[1])]
+    title = ET.fromstring(figures_hook.FIGURES["figures/13-equal-time.svg"]())[0].text or ""
+    first = runs["GPT-2"]
+    assert f"GPT-2: {first[0]:.3f} and {first[1]:.3f}" in title
+
+
+def test_episode_13_shows_the_silu_figure_with_its_description() -> None:
+    title = ET.fromstring(figures_hook.FIGURES["figures/13-silu.svg"]())[0].text or ""
+    assert "SiLU dips to -0.28 at x = -1.28 and is 0.73 at x = 1" in title
+    assert "GELU dips to -0.17 at x = -0.75 and is 0.84 at x = 1" in title
+    page = (ROOT / "docs" / "episodes" / "13-what-changed-since-gpt-2.md").read_text(
+        encoding="utf-8"
+    )
+    assert f"![{title}](../figures/13-silu.svg)" in page
+    prose = " ".join(page.split())
+    minus = "\N{MINUS SIGN}"  # the prose's minus, as printed
+    assert f"to {minus}0.28 at x = {minus}1.28 (GELU: {minus}0.17 at {minus}0.75)" in prose
+    assert "0.73 at x = 1 against GELU's 0.84" in prose

@@ -24,6 +24,7 @@ EPISODES = {
     10: "Training a tiny GPT",
     11: "Writing, one token at a time",
     12: "Byte pairs",
+    13: "What changed since GPT-2",
 }
 
 
