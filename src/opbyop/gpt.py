@@ -1196,7 +1196,8 @@ def normalize(x: Array, norm: Norm) -> Array:  # [..., n, d] -> [..., n, d]
     """`layer_norm` with the norm's scale and shift, or `rms_norm`.
 
     A norm with no bias is an RMS norm (``config.norm == "rms"``), with
-    Llama's eps; otherwise it is GPT-2's layer norm.
+    eps 1e-6 (``LlamaRMSNorm``'s default; Llama 2 and 3's checkpoints set
+    1e-5); otherwise it is GPT-2's layer norm (eps 1e-5).
 
     Examples
     --------

@@ -947,9 +947,10 @@ def rms_norm_backward(
 
     (the mean over each row): every number of a row moved its mean square,
     so its gradient loses the part along ``x_hat``. Unlike `layer_norm`'s,
-    nothing is taken off for the mean: adding 1 to every output is
-    something x can do. ``dweight`` is the sum of ``dy * x_hat`` over the
-    rows.
+    nothing is taken off for the mean: layer norm's output ignores a shift
+    of the whole row, so its gradient has no part along one; an RMS norm's
+    output changes with a shift, so it keeps that part. ``dweight`` is the
+    sum of ``dy * x_hat`` over the rows.
 
     Parameters
     ----------
@@ -1258,8 +1259,8 @@ def rotary(
     positions : array_like of int, shape (n,)
         The position of each row, for example ``np.arange(n)``.
     base : float, optional
-        > 1; sets how slowly the last pairs turn. Default 10000, Llama's
-        (and the paper's).
+        > 1; sets how slowly the last pairs turn. Default 10000, the
+        paper's and Llama 1 and 2's (Llama 3 uses 500000).
 
     Returns
     -------
