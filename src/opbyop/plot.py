@@ -791,7 +791,8 @@ def spread_chart(
     Examples
     --------
     >>> from opbyop.plot import spread_chart, svg
-    >>> figure = spread_chart({"a": [2.0, 2.1], "b": [1.9, 1.95]}, value_label="bits")
+    >>> runs = {"a": [2.0, 2.1], "b": [1.9, 1.95]}
+    >>> figure = spread_chart(runs, value_label="bits")
     >>> svg(figure, "Two rows of two runs.").startswith("<svg")
     True
     """
