@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
+from test_backward import check, numeric_gradient
 
 from opbyop import (
     gpt,
@@ -143,25 +144,6 @@ def test_rotary_backward_matches_autograd(name: str, case: dict[str, Array]) -> 
 # ---------------------------------------------------------------- backward vs central differences
 
 RNG = np.random.default_rng(32)
-
-
-def numeric_gradient(loss: Callable[[], float], x: Array, h: float = 1e-6) -> Array:
-    """d loss / d x by central differences, changing `x` in place and back."""
-    out = np.empty_like(x)
-    for i in np.ndindex(x.shape):
-        keep = x[i]
-        x[i] = keep + h
-        up = loss()
-        x[i] = keep - h
-        down = loss()
-        x[i] = keep
-        out[i] = (up - down) / (2 * h)
-    return out
-
-
-def check(grad: Array, loss: Callable[[], float], x: Array) -> None:
-    assert grad.shape == x.shape
-    assert_allclose(grad, numeric_gradient(loss, x), rtol=0, atol=1e-8)
 
 
 def test_rms_norm_backward_by_central_differences() -> None:
