@@ -342,3 +342,30 @@ def test_the_help_shows_the_default_model_and_recipe() -> None:
     shown = " ".join(result.stdout.split())
     assert " ".join(f"default: {train.DEFAULT_CONFIG}".split()) in shown
     assert " ".join(f"default: {train.Recipe()}".split()) in shown
+
+
+def test_the_command_swaps_the_pieces_episode_13_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(corpus, "load", lambda: (TEXT, HELD_OUT))  # seconds, not minutes
+    out = tmp_path / "modern"
+    pieces = ["--norm", "rms", "--mlp", "swiglu", "--positions", "rotary"]
+    sizes = ["--context", "16", "--n-layers", "1", "--n-heads", "2", "--d-model", "16"]
+    assert train.main(["--steps", "3", "--out", str(out), *pieces, *sizes]) == 0
+    config = gpt.load(out).config
+    assert config == gpt.Config(256, 16, 1, 2, 16, norm="rms", mlp="swiglu", positions="rotary")
+    shown = capsys.readouterr().out
+    assert "gpt.load reads it; transformers refuses its model type" in shown
+    assert "transformers loads it too" not in shown
+
+    assert train.main(["--steps", "3", "--out", str(tmp_path / "gpt2"), *sizes]) == 0
+    assert not gpt.is_variant(gpt.load(tmp_path / "gpt2").config)
+    assert "transformers loads it too" in capsys.readouterr().out
+
+
+def test_the_command_refuses_a_piece_it_does_not_know() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "opbyop.train", "--norm", "batch"], capture_output=True, text=True
+    )
+    assert result.returncode == 2
+    assert "--norm: invalid choice: 'batch' (choose from" in result.stderr

@@ -708,7 +708,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             config = DEFAULT_CONFIG._replace(
                 **{
                     k: getattr(args, k)
-                    for k in ("context", "n_layers", "n_heads", "d_model")
+                    for k in gpt.Config._fields[1:]  # all but the vocabulary
                     if getattr(args, k) is not None
                 },
             )
@@ -744,11 +744,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"\n{final['step']:,} steps in {final['seconds'] / 60:.1f} minutes: "
         f"{final['validation_bits_per_byte']:.3f} bits per byte on the "
         f"{final['validation_bytes']:,} held-out bytes.\n"
-        f"Saved to {out} (transformers loads it too).\n\n"
+        f"Saved to {out} ({_who_loads(log)}).\n\n"
         f"It writes, after {log['samples'][-3]['prompt']!r}:\n"
         f"{log['samples'][-3]['prompt']}{log['samples'][-3]['text']}"
     )
     return 0
+
+
+def _who_loads(log: dict[str, Any]) -> str:
+    """Which libraries load the saved folder: a swapped piece is ours only."""
+    if gpt.is_variant(gpt.Config(**log["config"])):
+        return "gpt.load reads it; transformers refuses its model type"
+    return "transformers loads it too"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -775,6 +782,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     for name in ("context", "n_layers", "n_heads", "d_model"):
         model.add_argument("--" + name.replace("_", "-"), type=int)
+    pieces = parser.add_argument_group(
+        "the pieces", "default: GPT-2's; episode 13 swaps them"
+    )
+    pieces.add_argument("--norm", choices=("layer", "rms"))
+    pieces.add_argument("--mlp", choices=("gelu", "swiglu"))
+    pieces.add_argument("--positions", choices=("learned", "rotary"))
     recipe = parser.add_argument_group("the recipe", f"default: {Recipe()}")
     for f in fields(Recipe):
         kind = int if f.type in ("int", int) else float
