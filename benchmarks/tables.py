@@ -261,7 +261,8 @@ def train_step_table(run: dict[str, Any]) -> str:
         target = "-"
         if "target" in row:
             verdict = "met" if row["meets_target"] else "missed"
-            target = f"\N{LESS-THAN OR EQUAL TO} {row['target']:.2f}: {verdict}"
+            median = row["ratio_median_of_rounds"]  # to 3 places: 1.001 is not 1.00
+            target = f"\N{LESS-THAN OR EQUAL TO} {row['target']:.2f}: {verdict} ({median:.3f})"
         lines.append("| " + " | ".join([*cells, target]) + " |")
     return "\n".join(lines)
 

@@ -220,11 +220,13 @@ def breakdown_side(folder: str, name: str, reps: int) -> dict[str, Any]:
     """
     import threadpoolctl
 
+    import opbyop._threads
     import opbyop.gpt
     from opbyop import optim
 
     threadpoolctl.threadpool_limits(1, "blas")
-    opbyop.gpt.usable_cores = lambda: 1
+    opbyop.gpt.usable_cores = lambda: 1  # one share of the batch
+    opbyop._threads.usable_cores = lambda: 1  # AdamW's update on one core too
     spent: dict[str, float] = {}
 
     def timed(category: str, function: Callable[..., Any]) -> Callable[..., Any]:
@@ -282,6 +284,16 @@ def run_child(python: str, *args: str) -> dict[str, Any]:
         raise SystemExit(f"{' '.join(args[:2])} failed:\n{done.stderr}")
     result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
     return result
+
+
+def commit() -> str | None:
+    """The commit the run timed (``-dirty`` with uncommitted changes), or None outside a clone."""
+    command = ["git", "describe", "--always", "--dirty"]
+    try:
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    except OSError:  # no git
+        return None
+    return done.stdout.strip() or None
 
 
 def has_torch_side(python: str) -> bool:
@@ -430,6 +442,7 @@ def main(argv: list[str] | None = None) -> int:
         breakdown = run_child(sys.executable, "breakdown", folders["d128_n64"], "d128_n64", "10")
     result: dict[str, Any] = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "commit": commit(),
         "rounds": args.rounds,
         "reps": args.reps,
         "batch": BATCH,
