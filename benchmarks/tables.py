@@ -250,7 +250,8 @@ def _sentences(run: dict[str, Any], workload: str) -> str:
 def train_step_table(run: dict[str, Any]) -> str:
     """One training step, opbyop against GPT2LMHeadModel: fastest round, both ratios."""
     lines = [
-        "| workload | opbyop | PyTorch | ratio, fastest | ratio, median of rounds | target |",
+        "| workload | opbyop: fastest | PyTorch: fastest | ratio, fastest"
+        " | ratio, median of rounds | target |",
         "|:--|--:|--:|--:|--:|:--|",
     ]
     for name, row in run["steps"].items():
