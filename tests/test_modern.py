@@ -408,6 +408,15 @@ def test_a_rotary_model_knows_the_order_without_a_position_table() -> None:
     assert_allclose(same[2], same[0], rtol=0, atol=1e-12)
 
 
+def test_a_rotary_model_refuses_a_text_longer_than_its_training() -> None:
+    rotary = random_params(CHECKED._replace(positions="rotary"))
+    with pytest.raises(ValueError, match=r"context of 8 \(the longest text it was trained on\)"):
+        gpt.forward(rotary, np.zeros(9, dtype=int))
+    learned = random_params(CHECKED)
+    with pytest.raises(ValueError, match=r"context of 8 \(one position vector each\)"):
+        gpt.forward(learned, np.zeros(9, dtype=int))
+
+
 def test_a_rotary_model_writes_the_same_with_and_without_the_cache() -> None:
     config = gpt.Config(11, 16, 2, 2, 8, norm="rms", mlp="swiglu", positions="rotary")
     params = random_params(config, seed=3)

@@ -168,7 +168,7 @@ class Config(NamedTuple):
     """
 
     vocab_size: int  # how many different tokens
-    context: int  # the longest sequence: one position vector each
+    context: int  # the longest sequence (learned: a position vector each)
     n_layers: int  # how many blocks
     n_heads: int  # attention heads per block
     d_model: int  # numbers per token
@@ -343,9 +343,14 @@ def _checked_ids(ids: object, config: Config, name: str = "ids") -> Array:
     if n == 0 or array.size == 0:
         raise ValueError(f"{name} is empty (shape {array.shape})")
     if n > config.context:
+        why = (  # a rotary model has no table, but was trained no longer
+            "the longest text it was trained on"
+            if config.positions == "rotary"
+            else "one position vector each"
+        )
         raise ValueError(
             f"{name} has {n} tokens per row, more than the model's context "
-            f"of {config.context} (one position vector each)"
+            f"of {config.context} ({why})"
         )
     low, high = array.min(), array.max()
     if low < 0 or high >= config.vocab_size:
